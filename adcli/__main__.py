@@ -1,0 +1,3 @@
+from adcli.cli import main
+
+main()

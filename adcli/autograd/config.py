@@ -1,0 +1,32 @@
+"""Process-wide settings of the engine that a host (the language, a test) may change."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+
+def _default_warn(message: str) -> None:
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+class _Config:
+    __slots__ = ("warn", "max_numel")
+
+    def __init__(self) -> None:
+        # Called with PyTorch's UserWarning text; a host can route it elsewhere.
+        self.warn: Callable[[str], None] = _default_warn
+        # Largest tensor a script may create (elements); None means no limit.
+        self.max_numel: int | None = None
+
+
+config = _Config()
+
+
+def check_numel(n: int) -> None:
+    """Refuse a tensor larger than the configured limit."""
+    limit = config.max_numel
+    if limit is not None and n > limit:
+        raise MemoryError(
+            f"tensor of {n} elements exceeds the size limit of {limit} (raise it with --max-numel)"
+        )

@@ -1,0 +1,447 @@
+"""The backward engine: `backward()` and `autograd.grad()` with PyTorch's semantics.
+
+The graph is walked without recursion: one iterative pass counts, for every
+node reachable from the roots, how many edges lead into it; nodes then run in
+dependency order (among ready nodes, the most recently created first, as
+PyTorch's engine does), so a node runs once all gradients for it have arrived.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import grad_mode
+from .node import AccumulateGrad, Function, Node
+from .tensor import Size, Tensor
+
+
+@dataclass
+class TraceEntry:
+    """One node the pass went through, with the gradient that flowed into it."""
+
+    node: Node
+    grads: tuple[Tensor | None, ...]
+    hook_changed: bool = False
+    released: bool = False
+
+
+@dataclass
+class BackwardEvent:
+    """What a backward()/grad() call did, for reports (the engine never prints)."""
+
+    kind: str  # "backward" | "grad"
+    roots: list[Tensor]
+    root_grads: list[Tensor]
+    inputs: list[Tensor] | None
+    retain_graph: bool
+    create_graph: bool
+    gradient_given: bool
+    entries: list[TraceEntry] = field(default_factory=list)
+    results: tuple[Tensor | None, ...] | None = None
+
+
+# Called with each BackwardEvent when set (the report layer listens here).
+listeners: list[Callable[[BackwardEvent], None]] = []
+
+
+def _as_list(v: Any) -> list[Any]:
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    return [v]
+
+
+def _root_grads(roots: list[Tensor], grads: list[Any], is_grad: bool) -> list[Tensor]:
+    out = []
+    for i, r in enumerate(roots):
+        if not isinstance(r, Tensor):
+            raise TypeError(
+                f"{'grad' if is_grad else 'backward'}(): expected tensors as outputs, got "
+                f"{type(r).__name__}"
+            )
+        if not r._requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+        g = grads[i] if i < len(grads) else None
+        if g is None:
+            if r.data_.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = Tensor._make(np.ones(r.data_.shape, r.data_.dtype))
+        else:
+            if not isinstance(g, Tensor):
+                g = Tensor._make(np.asarray(g, r.data_.dtype))
+            if g.data_.shape != r.data_.shape:
+                raise RuntimeError(
+                    f"Mismatch in shape: grad_output[{i}] has a shape of "
+                    f"{Size(g.data_.shape)} and output[{i}] has a shape of "
+                    f"{Size(r.data_.shape)}."
+                )
+            if g.data_.dtype != r.data_.dtype:
+                g = Tensor._make(g.data_.astype(r.data_.dtype), g._requires_grad, g.grad_fn)
+        out.append(g)
+    return out
+
+
+def _edge_of(t: Tensor) -> tuple[Node, int]:
+    if t.grad_fn is not None:
+        return t.grad_fn, t._output_nr
+    return t._accumulator(), 0
+
+
+def backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
+    """Accumulate d(roots)/d(leaf) into every reached leaf's `.grad`."""
+    roots = _as_list(tensors)
+    grads = _root_grads(roots, _as_list(grad_tensors), False)
+    if retain_graph is None:
+        retain_graph = create_graph
+    inputs_l = _as_list(inputs) if inputs is not None else None
+    if inputs_l is not None and not inputs_l:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    event = BackwardEvent(
+        "backward", roots, grads, inputs_l, retain_graph, create_graph, grad_tensors is not None
+    )
+    targets = None
+    if inputs_l is not None:
+        targets = []
+        for t in inputs_l:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets.append(_edge_of(t))
+    _run(roots, grads, retain_graph, create_graph, targets, None, event)
+
+
+def grad(
+    outputs: Any,
+    inputs: Any,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    materialize_grads: bool = False,
+    only_inputs: bool = True,
+    is_grads_batched: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """The gradients of `outputs` with respect to `inputs`, without touching `.grad`."""
+    roots = _as_list(outputs)
+    ins = _as_list(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise TypeError("grad(): inputs must be tensors")
+    for t in ins:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _root_grads(roots, _as_list(grad_outputs), True)
+    if retain_graph is None:
+        retain_graph = create_graph
+    event = BackwardEvent(
+        "grad", roots, grads, ins, retain_graph, create_graph, grad_outputs is not None
+    )
+    targets = [_edge_of(t) for t in ins]
+    captured: dict[tuple[int, int], Tensor] = {}
+    _run(roots, grads, retain_graph, create_graph, targets, captured, event)
+    results: list[Tensor | None] = []
+    for i, (t, (node, nr)) in enumerate(zip(ins, targets)):
+        g = captured.get((id(node), nr))
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior."
+                )
+            if materialize_grads:
+                g = Tensor._make(np.zeros(t.data_.shape, t.data_.dtype))
+        elif not create_graph and g.grad_fn is not None:
+            g = g.detach()
+        results.append(g)
+    event.results = tuple(results)
+    _notify(event)
+    return tuple(results)
+
+
+def _notify(event: BackwardEvent) -> None:
+    for fn in listeners:
+        fn(event)
+
+
+def _collect(root_nodes: list[Node]) -> dict[Node, int]:
+    """Every node reachable from the roots, with its number of incoming edges."""
+    deps: dict[Node, int] = {}
+    stack = []
+    for n in root_nodes:
+        if n not in deps:
+            deps[n] = 0
+            stack.append(n)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            if nxt in deps:
+                deps[nxt] += 1
+            else:
+                deps[nxt] = 1
+                stack.append(nxt)
+    return deps
+
+
+def _needed(deps: dict[Node, int], root_nodes: list[Node], target_nodes: set[Node]) -> set[Node]:
+    """Nodes from which some target can be reached (the only ones worth running)."""
+    # Topological order (roots first) by Kahn's algorithm, then one reverse sweep.
+    remaining = dict(deps)
+    order: list[Node] = []
+    ready = [n for n in dict.fromkeys(root_nodes) if remaining[n] == 0]
+    while ready:
+        node = ready.pop()
+        order.append(node)
+        for nxt, _ in node.next_functions:
+            if nxt is not None:
+                remaining[nxt] -= 1
+                if remaining[nxt] == 0:
+                    ready.append(nxt)
+    needed: set[Node] = set()
+    for node in reversed(order):
+        if node in target_nodes or any(
+            nxt is not None and nxt in needed for nxt, _ in node.next_functions
+        ):
+            needed.add(node)
+    return needed
+
+
+def _call_hook(fn: Callable[..., Any], g: Tensor) -> Tensor:
+    r = fn(g)
+    if r is None:
+        return g
+    if not isinstance(r, Tensor):
+        raise TypeError(f"hook '{_hook_name(fn)}' returned a {type(r).__name__}, not a Tensor")
+    if r.data_.shape != g.data_.shape:
+        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the size of value")
+    return r
+
+
+def _hook_name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", None) or "hook"
+
+
+def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
+    cur = buf[i]
+    buf[i] = g if cur is None else cur + g
+
+
+def _run(
+    roots: list[Tensor],
+    root_grads: list[Tensor],
+    retain_graph: bool,
+    create_graph: bool,
+    targets: list[tuple[Node, int]] | None,
+    captured: dict[tuple[int, int], Tensor] | None,
+    event: BackwardEvent,
+) -> None:
+    edges = [_edge_of(r) for r in roots]
+    root_nodes = [n for n, _ in edges]
+    deps = _collect(root_nodes)
+    target_nodes = {n for n, _ in targets} if targets is not None else None
+    needed = _needed(deps, root_nodes, target_nodes) if target_nodes is not None else None
+    target_edges = {(id(n), nr) for n, nr in targets} if targets is not None else set()
+
+    buffers: dict[Node, list[Tensor | None]] = {}
+    prev_mode = grad_mode.state.enabled
+    grad_mode.state.enabled = create_graph
+    try:
+        for (node, nr), g in zip(edges, root_grads):
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * _n_outputs(node)
+            _accumulate(buf, nr, g)
+        heap: list[tuple[int, int, Node]] = []
+        tie = 0
+        for node in dict.fromkeys(root_nodes):
+            if deps[node] == 0:
+                heapq.heappush(heap, (-node.seq, tie, node))
+                tie += 1
+        entries = event.entries
+        while heap:
+            node = heapq.heappop(heap)[2]
+            grads = buffers.pop(node, None) or [None] * _n_outputs(node)
+            if needed is not None and node not in needed:
+                continue
+            grads, changed = _pre_hooks(node, grads)
+            _retain(node, grads, create_graph)
+            if isinstance(node, AccumulateGrad):
+                entries.append(TraceEntry(node, tuple(grads), changed))
+                if captured is not None:
+                    if grads[0] is not None:
+                        captured[(id(node), 0)] = grads[0]
+                elif target_nodes is None or node in target_nodes:
+                    _accumulate_grad(node, grads[0], create_graph)
+                continue
+            if captured is not None or target_nodes is not None:
+                for i, g in enumerate(grads):
+                    if (id(node), i) in target_edges and g is not None:
+                        if captured is not None:
+                            captured[(id(node), i)] = g
+                        else:
+                            _accumulate_nonleaf_input(node, i, g, create_graph)
+            entry = TraceEntry(node, tuple(grads), changed)
+            entries.append(entry)
+            if target_nodes is not None and not any(
+                nxt is not None and nxt in needed for nxt, _ in node.next_functions
+            ):
+                continue
+            outs = _apply(node, grads)
+            if not retain_graph and isinstance(node, Function):
+                entry.released = bool(node.saved) and node.saved is not _freed_marker()
+                node.release()
+            for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta):
+                if nxt is None or g is None:
+                    continue
+                if needed is not None and nxt not in needed:
+                    continue
+                g = _fit(g, meta)
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * _n_outputs(nxt)
+                _accumulate(buf, nr, g)
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    heapq.heappush(heap, (-nxt.seq, tie, nxt))
+                    tie += 1
+            # Nodes skipped because grads never arrived still have to be released.
+        if not retain_graph:
+            for node in deps:
+                if isinstance(node, Function) and (needed is None or node in needed):
+                    node.release()
+    finally:
+        grad_mode.state.enabled = prev_mode
+    if event.kind == "backward":
+        _notify(event)
+
+
+def _freed_marker() -> Any:
+    from .node import _FREED
+
+    return _FREED
+
+
+def _n_outputs(node: Node) -> int:
+    outs = node.outputs
+    return len(outs) if isinstance(outs, tuple) else 1
+
+
+def _fit(g: Tensor, meta: tuple[tuple[int, ...], np.dtype]) -> Tensor:
+    """Reduce a gradient over broadcast dims and cast it to the input's dtype."""
+    from . import ops
+
+    shape, dtype = meta
+    if g.data_.shape != shape:
+        g = ops.sum_to(g, shape)
+    if g.data_.dtype != dtype:
+        g = ops.to_dtype(g, dtype)
+    return g
+
+
+def _pre_hooks(node: Node, grads: list[Tensor | None]) -> tuple[list[Tensor | None], bool]:
+    changed = False
+    if isinstance(node, AccumulateGrad):
+        var = node.variable
+        hooks = var._hooks if var is not None else None
+        if hooks:
+            g = grads[0]
+            for fn in list(hooks):
+                new = _call_hook(fn, g)
+                changed = changed or new is not g
+                g = new
+            grads = [g]
+        return grads, changed
+    hooks = node.pre_hooks
+    if not hooks:
+        return grads, False
+    grads = list(grads)
+    for kind, *rest in list(hooks):
+        if kind == "tensor":
+            nr, fn = rest
+            if grads[nr] is not None:
+                new = _call_hook(fn, grads[nr])
+                changed = changed or new is not grads[nr]
+                grads[nr] = new
+        elif kind == "node":
+            (fn,) = rest
+            r = fn(tuple(grads))
+            if r is not None:
+                grads = list(r)
+                changed = True
+    return grads, changed
+
+
+def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
+    retained = node.retained
+    if not retained:
+        return
+    for nr, ref in retained.items():
+        t = ref()
+        g = grads[nr]
+        if t is None or g is None or t.grad_fn is not node:
+            continue
+        if t._grad is None:
+            t._grad = g if create_graph else Tensor._make(g.data_.copy())
+        elif create_graph:
+            t._grad = t._grad + g
+        else:
+            t._grad = Tensor._make(t._grad.data_ + g.data_)
+
+
+def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+    if node.multi_output:
+        outs = node.backward(node, *grads)
+    else:
+        outs = node.backward(node, grads[0])
+    if len(outs) != len(node.next_functions):
+        raise RuntimeError(
+            f"function {node.name()} returned an incorrect number of gradients (expected "
+            f"{len(node.next_functions)}, got {len(outs)})"
+        )
+    for hook in node.pre_hooks or ():
+        if hook[0] == "post":
+            hook[1](tuple(outs), tuple(grads))
+    return outs
+
+
+def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool) -> None:
+    var = node.variable
+    if var is None or g is None:
+        return
+    if var._grad is None:
+        var._grad = g if create_graph else Tensor._make(np.array(g.data_, copy=True))
+    elif create_graph or var._grad._requires_grad:
+        var._grad = var._grad + g
+    else:
+        dst = var._grad.data_
+        if dst.flags.writeable and dst.dtype == g.data_.dtype:
+            dst += g.data_
+            var._grad._vc[0] += 1
+        else:
+            var._grad = Tensor._make(dst + g.data_)
+
+
+def _accumulate_nonleaf_input(node: Node, nr: int, g: Tensor, create_graph: bool) -> None:
+    """backward(inputs=[non-leaf]) accumulates into that tensor's .grad."""
+    t = node.output_tensor(nr)
+    if t is None:
+        return
+    if t._grad is None:
+        t._grad = g if create_graph else Tensor._make(g.data_.copy())
+    else:
+        t._grad = t._grad + g if create_graph else Tensor._make(t._grad.data_ + g.data_)

@@ -1,0 +1,292 @@
+"""Graph nodes (`grad_fn` objects): the Function base class, saved tensors, AccumulateGrad.
+
+A node never holds its own output tensor strongly (only through a weak
+reference), and a leaf holds its AccumulateGrad while AccumulateGrad holds the
+leaf weakly: so a graph has no reference cycles and is freed by reference
+counting the moment the last tensor using it goes away.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from . import grad_mode
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+_sequence = itertools.count()
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved."""
+
+    __slots__ = ("tensor", "data", "counter", "version", "is_output")
+
+    def __init__(self, tensor: Tensor | None, *, output_data: Any = None, counter: Any = None):
+        if tensor is not None:
+            self.tensor = tensor
+            self.data = None
+            self.counter = tensor._vc
+            self.is_output = False
+        else:  # the node's own output: keep its data, not the tensor (no cycle)
+            self.tensor = None
+            self.data = output_data
+            self.counter = counter
+            self.is_output = True
+        self.version = self.counter[0]
+
+    def unpack(self, node: Function) -> Tensor:
+        """The saved tensor, after checking that no in-place op changed it."""
+        from .tensor import Tensor
+
+        if self.counter[0] != self.version:
+            raise RuntimeError(_version_message(self, node))
+        if self.is_output:
+            # Rebuild the output as a tensor whose grad_fn is this node, so that
+            # a backward formula using it is differentiable (double backward).
+            return Tensor._make(self.data, True, node, self.counter)
+        return self.tensor
+
+
+def _version_message(saved: SavedTensor, node: Function) -> str:
+    from .tensor import Tensor
+
+    if saved.is_output:
+        data, producer = saved.data, node
+    else:
+        t: Tensor = saved.tensor
+        data, producer = t.data_, t.grad_fn
+    from .dtypes import of_array
+
+    sizes = ", ".join(str(s) for s in data.shape)
+    what = f"[torch.{of_array(data).legacy} [{sizes}]]"
+    if producer is not None:
+        name = producer.name()
+        if name.endswith("Backward0") or name.endswith("Backward1"):
+            name = name[: -len("Backward0")]
+        elif name == "CopySlices":
+            name = "torch::autograd::CopySlices"
+        what += f", which is output 0 of {name}"
+    del Tensor
+    return (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what}, is at version {saved.counter[0]}; expected version "
+        f"{saved.version} instead. Hint: enable anomaly detection to find the operation that "
+        "failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, "
+        "check_nan=False)."
+    )
+
+
+class Node:
+    """What every `grad_fn` has: a name, edges to the next nodes, hooks."""
+
+    __slots__ = (
+        "next_functions",
+        "seq",
+        "pre_hooks",
+        "retained",
+        "outputs",
+        "__weakref__",
+    )
+    __ad_attrs__ = frozenset({"next_functions", "name", "register_hook", "register_prehook"})
+    grad_fn_name: ClassVar[str] = "Node"
+    multi_output: ClassVar[bool] = False
+
+    def name(self) -> str:
+        """PyTorch's class name of this node (`MulBackward0`)."""
+        return self.grad_fn_name
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def output_tensor(self, index: int = 0) -> Tensor | None:
+        """The tensor this node produced, if it is still alive."""
+        outs = self.outputs
+        if outs is None:
+            return None
+        ref = outs[index] if isinstance(outs, tuple) else outs
+        return ref() if ref is not None else None
+
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """Call `fn(grad_outputs)` before this node runs (may return replacements)."""
+        return _add_hook(self, "pre_hooks", ("node", fn))
+
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        """Call `fn(grad_inputs, grad_outputs)` after this node runs (not used by tensors)."""
+        return _add_hook(self, "pre_hooks", ("post", fn))
+
+
+class RemovableHandle:
+    """Returned by `register_hook`; `remove()` unregisters the hook."""
+
+    __slots__ = ("_owner", "_attr", "_entry")
+    __ad_attrs__ = frozenset({"remove"})
+
+    def __init__(self, owner: object, attr: str, entry: object) -> None:
+        self._owner = weakref.ref(owner)
+        self._attr = attr
+        self._entry = entry
+
+    def remove(self) -> None:
+        """Unregister the hook (no error if it is already gone)."""
+        owner = self._owner()
+        if owner is None:
+            return
+        hooks = getattr(owner, self._attr)
+        if hooks and self._entry in hooks:
+            hooks.remove(self._entry)
+
+
+def _add_hook(owner: Any, attr: str, entry: object) -> RemovableHandle:
+    hooks = getattr(owner, attr)
+    if hooks is None:
+        hooks = []
+        setattr(owner, attr, hooks)
+    hooks.append(entry)
+    return RemovableHandle(owner, attr, entry)
+
+
+class AccumulateGrad(Node):
+    """The node that adds an incoming gradient into a leaf's `.grad`."""
+
+    __slots__ = ("_variable",)
+    __ad_attrs__ = Node.__ad_attrs__ | {"variable"}
+    grad_fn_name = "AccumulateGrad"
+
+    def __init__(self, variable: Tensor) -> None:
+        self.next_functions = ()
+        self.seq = 1 << 62  # PyTorch runs accumulation as soon as it is ready
+        self.pre_hooks = None
+        self.retained = None
+        self.outputs = None
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self) -> Tensor | None:
+        """The leaf tensor this node accumulates into."""
+        return self._variable()
+
+    def name(self) -> str:
+        """`torch::autograd::AccumulateGrad`, as PyTorch's `name()` spells it."""
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+class Function(Node):
+    """Base of every differentiable operation.
+
+    A subclass declares `grad_fn_name` and two static methods side by side:
+    `forward(ctx, *inputs, **params) -> ndarray` computing on NumPy (and saving
+    what backward needs with `ctx.save(...)`), and `backward(ctx, grad) ->
+    tuple` returning one gradient per tensor input, written with Tensor
+    operations so that it is itself differentiable.  Broadcast reduction and
+    dtype casting of the returned gradients are done by the engine, not here.
+    """
+
+    __slots__ = ("saved", "needs_input_grad", "in_meta", "__dict__")
+    registry: ClassVar[dict[str, type[Function]]] = {}
+    differentiable: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for meth in ("forward", "backward"):
+            f = cls.__dict__.get(meth)
+            if f is not None and not isinstance(f, staticmethod):
+                setattr(cls, meth, staticmethod(f))
+        if "grad_fn_name" in cls.__dict__:
+            Function.registry[cls.__name__] = cls
+
+    @staticmethod
+    def forward(ctx: Function, *args: Any, **params: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Function, *grads: Tensor) -> tuple[Tensor | None, ...]:  # pragma: no cover
+        raise NotImplementedError
+
+    # -- saving ----------------------------------------------------------
+    def save(self, *tensors: Tensor | None) -> None:
+        """Save input tensors for backward (None for ones not needed)."""
+        self.saved = tuple(None if t is None else SavedTensor(t) for t in tensors)
+
+    def save_output(self) -> None:
+        """Ask `apply` to save this node's output for backward (exp, tanh, ...)."""
+        self.saved = _SAVE_OUTPUT
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor | None, ...]:
+        """The saved tensors, version-checked; raises once they were freed."""
+        saved = self.saved
+        if saved is _FREED:
+            raise RuntimeError(FREED_MESSAGE)
+        return tuple(None if s is None else s.unpack(self) for s in saved)
+
+    def release(self) -> None:
+        """Free the saved tensors (after a backward without retain_graph)."""
+        if self.saved:
+            self.saved = _FREED
+
+    # -- building the graph ---------------------------------------------
+    @classmethod
+    def apply(cls, *inputs: Any, **params: Any) -> Any:
+        """Run the forward and, when grad mode is on and an input requires
+        grad, record a node of this class as the output's `grad_fn`."""
+        from .tensor import Tensor
+
+        ctx = cls.__new__(cls)
+        ctx.saved = ()
+        record = False
+        if grad_mode.state.enabled and cls.differentiable:
+            for t in inputs:
+                if t is not None and t._requires_grad:
+                    record = True
+                    break
+        if record:
+            ctx.needs_input_grad = tuple(t is not None and t._requires_grad for t in inputs)
+        else:
+            ctx.needs_input_grad = (False,) * len(inputs)
+        data = cls.forward(ctx, *inputs, **params)
+        if not record:
+            if not cls.multi_output:
+                return Tensor._make(data)
+            return tuple(Tensor._make(d) for d in data)
+        ctx.next_functions = tuple(_edge(t) for t in inputs)
+        ctx.in_meta = tuple(None if t is None else (t.data.shape, t.data.dtype) for t in inputs)
+        ctx.seq = next(_sequence)
+        ctx.pre_hooks = None
+        ctx.retained = None
+        if not cls.multi_output:
+            out = Tensor._make(data, True, ctx)
+            ctx.outputs = weakref.ref(out)
+            if ctx.saved is _SAVE_OUTPUT:
+                ctx.saved = (SavedTensor(None, output_data=out.data_, counter=out._vc),)
+            return out
+        outs = tuple(Tensor._make(d, True, ctx, None, i) for i, d in enumerate(data))
+        ctx.outputs = tuple(weakref.ref(o) for o in outs)
+        return outs
+
+
+_FREED = ("freed",)
+_SAVE_OUTPUT = ("output",)
+
+
+def _edge(t: Tensor | None) -> tuple[Node | None, int]:
+    """The (node, output index) a gradient for `t` flows to."""
+    if t is None or not t._requires_grad:
+        return (None, 0)
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    return (t._accumulator(), 0)

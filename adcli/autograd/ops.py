@@ -1,0 +1,1684 @@
+"""The public operations: argument handling, Python scalars, dtype promotion,
+then one call into the operation table (functions.py)."""
+
+from __future__ import annotations
+
+import builtins as _py
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtypes, grad_mode
+from .config import check_numel
+from .dtypes import DType
+from .tensor import Tensor, _norm_dim
+
+F: Any = None  # functions.py, bound at the end (it imports this module)
+
+_INT_KINDS = "iub"
+
+
+# ************************************************************ helpers
+
+
+def _is_tensor(v: Any) -> bool:
+    return isinstance(v, Tensor)
+
+
+def float_data(t: Tensor) -> np.ndarray:
+    """t's array, converted to the default float dtype when it is integral."""
+    a = t.data_
+    return a if a.dtype.kind in "fc" else a.astype(dtypes.DEFAULT_FLOAT.np)
+
+
+def _scalar_tensor(v: Any, dt: DType) -> Tensor:
+    return Tensor._make(np.asarray(v, dt.np))
+
+
+def as_tensor_like(v: Any, like: Tensor) -> Tensor:
+    """A Python number as a tensor of the dtype it would combine with `like` to."""
+    if isinstance(v, Tensor):
+        return v
+    return _scalar_tensor(v, dtypes.result_type(like, v))
+
+
+def _check_number(v: Any, what: str = "other") -> None:
+    if not isinstance(v, (int, float, bool)):
+        raise TypeError(
+            f"unsupported operand type: expected a Tensor or a number for '{what}', "
+            f"got {_type_name(v)}"
+        )
+
+
+def _type_name(v: Any) -> str:
+    return {list: "list", tuple: "tuple", str: "str", type(None): "None"}.get(
+        type(v), type(v).__name__
+    )
+
+
+def _broadcast_check(a: np.ndarray, b: np.ndarray) -> None:
+    sa, sb = a.shape, b.shape
+    if sa == sb:
+        return
+    for i in range(1, _py.min(len(sa), len(sb)) + 1):
+        x, y = sa[-i], sb[-i]
+        if x != y and x != 1 and y != 1:
+            dim = _py.max(len(sa), len(sb)) - i
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {dim}"
+            )
+
+
+def _binary(a: Any, b: Any) -> tuple[Tensor, Tensor, np.dtype]:
+    """Operands as tensors (numbers wrapped) and the promoted computation dtype."""
+    if not isinstance(a, Tensor):
+        _check_number(a, "input")
+    if not isinstance(b, Tensor):
+        _check_number(b)
+    rt = dtypes.result_type(a, b)
+    ta = a if isinstance(a, Tensor) else _scalar_tensor(a, rt)
+    tb = b if isinstance(b, Tensor) else _scalar_tensor(b, rt)
+    _broadcast_check(ta.data_, tb.data_)
+    return ta, tb, rt.np
+
+
+def _dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        return tuple(sorted(_norm_dim(int(d), ndim) for d in dim))
+    return (_norm_dim(int(dim), ndim),)
+
+
+def _sum_dtype(t: Tensor, dtype: Any) -> np.dtype:
+    if dtype is not None:
+        return dtype.np
+    k = t.data_.dtype.kind
+    return np.dtype(np.int64) if k in _INT_KINDS else t.data_.dtype
+
+
+def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    out = []
+    for s in shape:
+        if isinstance(s, Tensor):
+            s = int(s.item())
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"shape must be a sequence of ints, not {_type_name(s)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def check_nonempty(t: Tensor, name: str) -> None:
+    """Refuse reductions without identity on empty tensors, as PyTorch does."""
+    if t.data_.size == 0:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+            "Specify the reduction dim with the 'dim' argument."
+        )
+
+
+# ************************************************************ arithmetic
+
+
+def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    """a + alpha * b"""
+    ta, tb, dt = _binary(a, b)
+    return F.Add.apply(ta, tb, dtype=dt, alpha=alpha)
+
+
+def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    """a - alpha * b"""
+    ta, tb, dt = _binary(a, b)
+    if ta.data_.dtype == np.bool_ and tb.data_.dtype == np.bool_:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead."
+        )
+    return F.Sub.apply(ta, tb, dtype=dt, alpha=alpha)
+
+
+def rsub(a: Tensor, other: Any) -> Tensor:
+    """other - a (other a number)"""
+    if isinstance(other, Tensor):
+        return sub(other, a)
+    _check_number(other)
+    return F.Rsub.apply(a, other=other, dtype=dtypes.result_type(a, other).np)
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    """a * b"""
+    ta, tb, dt = _binary(a, b)
+    return F.Mul.apply(ta, tb, dtype=dt)
+
+
+def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
+    """a / b (true division: integers give floats)"""
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    ta, tb, dt = _binary(a, b)
+    if dt.kind in _INT_KINDS:
+        dt = dtypes.DEFAULT_FLOAT.np
+    out = F.Div.apply(ta, tb, dtype=dt)
+    if rounding_mode == "trunc":
+        out = Tensor._make(np.trunc(out.data_))
+    return out
+
+
+true_divide = div
+
+
+def rdiv(a: Tensor, other: Any) -> Tensor:
+    """other / a for a number `other`: PyTorch computes reciprocal(a) * other."""
+    if isinstance(other, Tensor):
+        return div(other, a)
+    _check_number(other)
+    return mul(reciprocal(a), other)
+
+
+def reciprocal(a: Tensor) -> Tensor:
+    """1 / a"""
+    return F.Reciprocal.apply(a)
+
+
+def pow(a: Any, exponent: Any) -> Tensor:
+    """a ** exponent; grad_fn PowBackward0/1/2 depending on which side is a tensor."""
+    if not isinstance(a, Tensor):
+        return rpow(exponent, a)
+    if isinstance(exponent, Tensor):
+        ta, tb, dt = _binary(a, exponent)
+        return F.PowTensor.apply(ta, tb, dtype=dt)
+    _check_number(exponent, "exponent")
+    dt = dtypes.result_type(a, exponent).np
+    if dt.kind in _INT_KINDS and isinstance(exponent, int) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return F.Pow.apply(a, exponent=exponent, dtype=dt)
+
+
+def rpow(a: Tensor, base: Any) -> Tensor:
+    """base ** a for a number `base`."""
+    if isinstance(base, Tensor):
+        return pow(base, a)
+    _check_number(base, "base")
+    return F.PowScalarBase.apply(a, base=base, dtype=dtypes.result_type(a, base).np)
+
+
+def square(a: Tensor) -> Tensor:
+    """a ** 2"""
+    return pow(a, 2)
+
+
+def neg(a: Tensor) -> Tensor:
+    """-a"""
+    if a.data_.dtype == np.bool_:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+    return F.Neg.apply(a)
+
+
+negative = neg
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """a // b (no gradient)"""
+    ta, tb, dt = _binary(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return Tensor._make(np.floor_divide(ta.data_.astype(dt), tb.data_.astype(dt)))
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """a % b (Python's sign convention)"""
+    ta, tb, dt = _binary(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return Tensor._make(np.mod(ta.data_.astype(dt), tb.data_.astype(dt)))
+
+
+def maximum(a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise max of two tensors."""
+    ta, tb, dt = _binary(a, b)
+    return F.Maximum.apply(ta, tb, dtype=dt)
+
+
+def minimum(a: Tensor, b: Tensor) -> Tensor:
+    """Elementwise min of two tensors."""
+    ta, tb, dt = _binary(a, b)
+    return F.Minimum.apply(ta, tb, dtype=dt)
+
+
+# ************************************************************ unary
+
+
+def exp(a: Tensor) -> Tensor:
+    """e ** a"""
+    return F.Exp.apply(a)
+
+
+def log(a: Tensor) -> Tensor:
+    """Natural logarithm."""
+    return F.Log.apply(a)
+
+
+def log1p(a: Tensor) -> Tensor:
+    """log(1 + a), accurate near 0."""
+    return F.Log1p.apply(a)
+
+
+def sqrt(a: Tensor) -> Tensor:
+    """Square root."""
+    return F.Sqrt.apply(a)
+
+
+def abs(a: Tensor) -> Tensor:
+    """|a|"""
+    return F.Abs.apply(a)
+
+
+def sin(a: Tensor) -> Tensor:
+    """sine"""
+    return F.Sin.apply(a)
+
+
+def cos(a: Tensor) -> Tensor:
+    """cosine"""
+    return F.Cos.apply(a)
+
+
+def tan(a: Tensor) -> Tensor:
+    """tangent"""
+    return F.Tan.apply(a)
+
+
+def tanh(a: Tensor) -> Tensor:
+    """hyperbolic tangent"""
+    return F.Tanh.apply(a)
+
+
+def sigmoid(a: Tensor) -> Tensor:
+    """logistic sigmoid"""
+    return F.Sigmoid.apply(a)
+
+
+def relu(a: Tensor) -> Tensor:
+    """max(a, 0)"""
+    return F.Relu.apply(a)
+
+
+def leaky_relu(a: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """a if a > 0 else negative_slope * a"""
+    return F.LeakyRelu.apply(a, negative_slope=negative_slope)
+
+
+def softplus(a: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * a)) / beta"""
+    return F.Softplus.apply(a, beta=beta, threshold=threshold)
+
+
+def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """a limited to [min, max] (either may be None)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    lo = min.item() if isinstance(min, Tensor) else min
+    hi = max.item() if isinstance(max, Tensor) else max
+    return F.Clamp.apply(a, lo=lo, hi=hi)
+
+
+clip = clamp
+
+
+def sign(a: Tensor) -> Tensor:
+    """-1, 0 or 1"""
+    return F.Sign.apply(a)
+
+
+def floor(a: Tensor) -> Tensor:
+    """round down"""
+    return F.Floor.apply(a)
+
+
+def ceil(a: Tensor) -> Tensor:
+    """round up"""
+    return F.Ceil.apply(a)
+
+
+def round(a: Tensor, decimals: int = 0) -> Tensor:
+    """round half to even"""
+    if decimals:
+        return Tensor._make(np.round(a.data_, decimals))
+    return F.Round.apply(a)
+
+
+def clone(a: Tensor) -> Tensor:
+    """A copy that stays in the graph."""
+    return F.Clone.apply(a)
+
+
+def to_dtype(a: Tensor, dt: Any) -> Tensor:
+    """a converted to dtype `dt` (a DType or NumPy dtype); the same tensor if unchanged."""
+    npdt = dt.np if isinstance(dt, DType) else np.dtype(dt)
+    if a.data_.dtype == npdt:
+        return a
+    return F.ToCopy.apply(a, dtype=npdt)
+
+
+# ************************************************************ comparisons and logic
+
+
+_CMP = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+
+
+def compare(kind: str, a: Any, b: Any) -> Tensor:
+    """Elementwise comparison; a bool tensor without grad_fn."""
+    if not isinstance(b, (Tensor, int, float, bool)):
+        if kind == "eq":
+            return False  # type: ignore[return-value]
+        if kind == "ne":
+            return True  # type: ignore[return-value]
+    ta, tb, dt = _binary(a, b)
+    return Tensor._make(_CMP[kind](ta.data_.astype(dt), tb.data_.astype(dt)))
+
+
+def bitwise(kind: str, a: Any, b: Any) -> Tensor:
+    """& | ^ on bool or integer tensors."""
+    ta, tb, dt = _binary(a, b)
+    if dt.kind not in _INT_KINDS:
+        raise RuntimeError(f'"bitwise_{kind}_cpu" not implemented for \'Float\'')
+    f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
+    return Tensor._make(f(ta.data_.astype(dt), tb.data_.astype(dt)))
+
+
+def logical_not(a: Tensor) -> Tensor:
+    """not a (bool result)"""
+    if a.data_.dtype == np.bool_:
+        return Tensor._make(np.logical_not(a.data_))
+    if a.data_.dtype.kind in "iu":
+        return Tensor._make(np.invert(a.data_))
+    raise RuntimeError("bitwise_not_cpu not implemented for 'Float'")
+
+
+def eq(a: Any, b: Any) -> Tensor:
+    """a == b elementwise"""
+    return compare("eq", a, b)
+
+
+def ne(a: Any, b: Any) -> Tensor:
+    """a != b elementwise"""
+    return compare("ne", a, b)
+
+
+def gt(a: Any, b: Any) -> Tensor:
+    """a > b elementwise"""
+    return compare("gt", a, b)
+
+
+def ge(a: Any, b: Any) -> Tensor:
+    """a >= b elementwise"""
+    return compare("ge", a, b)
+
+
+def lt(a: Any, b: Any) -> Tensor:
+    """a < b elementwise"""
+    return compare("lt", a, b)
+
+
+def le(a: Any, b: Any) -> Tensor:
+    """a <= b elementwise"""
+    return compare("le", a, b)
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    """True when shapes and all values are equal."""
+    return a.data_.shape == b.data_.shape and bool(np.all(a.data_ == b.data_))
+
+
+def allclose(a: Tensor, b: Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """True when all values are close."""
+    return bool(np.allclose(a.data_, b.data_, rtol=rtol, atol=atol))
+
+
+def isnan(a: Tensor) -> Tensor:
+    """NaN mask"""
+    return Tensor._make(np.isnan(a.data_))
+
+
+def isinf(a: Tensor) -> Tensor:
+    """infinity mask"""
+    return Tensor._make(np.isinf(a.data_))
+
+
+def isfinite(a: Tensor) -> Tensor:
+    """finite mask"""
+    return Tensor._make(np.isfinite(a.data_))
+
+
+def all(a: Tensor, dim: Any = None) -> Tensor:
+    """True when all elements are non-zero."""
+    return Tensor._make(np.all(a.data_, axis=dim))
+
+
+def any(a: Tensor, dim: Any = None) -> Tensor:
+    """True when some element is non-zero."""
+    return Tensor._make(np.any(a.data_, axis=dim))
+
+
+def where(cond: Any, a: Any = None, b: Any = None) -> Tensor:
+    """a where cond else b (either may be a number)."""
+    if a is None and b is None:
+        return tuple(Tensor._make(i) for i in np.nonzero(_as_array(cond)))  # type: ignore
+    c = _as_array(cond).astype(bool)
+    ta, tb, dt = _binary(a, b)
+    return F.Where.apply(ta, tb, cond=c, dtype=dt)
+
+
+def _as_array(v: Any) -> np.ndarray:
+    return v.data_ if isinstance(v, Tensor) else np.asarray(v)
+
+
+# ************************************************************ reductions
+
+
+def sum(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Sum of all elements, or over `dim`."""
+    if dim is None:
+        return F.Sum.apply(a, dtype=_sum_dtype(a, dtype))
+    return F.SumDim.apply(
+        a, dims=_dims(dim, a.data_.ndim), keepdim=keepdim, dtype=_sum_dtype(a, dtype)
+    )
+
+
+def sum_dims(a: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    """Sum over already-normalised dims."""
+    return F.SumDim.apply(a, dims=dims, keepdim=keepdim, dtype=a.data_.dtype)
+
+
+def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """g summed over the dims a broadcast added, back to `shape`."""
+    if g.data_.shape == tuple(shape):
+        return g
+    return F.SumTo.apply(g, shape=tuple(shape))
+
+
+def mean(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Mean of all elements, or over `dim`."""
+    if dtype is not None:
+        a = to_dtype(a, dtype)
+    if a.data_.dtype.kind not in "fc":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {a.dtype.legacy.replace('Tensor', '')}"
+        )
+    if dim is None:
+        return F.Mean.apply(a)
+    return F.MeanDim.apply(a, dims=_dims(dim, a.data_.ndim), keepdim=keepdim)
+
+
+def mean_dims(a: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    """Mean over already-normalised dims."""
+    return F.MeanDim.apply(a, dims=dims, keepdim=keepdim)
+
+
+def prod(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """Product of all elements, or along one dim."""
+    if dim is None:
+        return F.Prod.apply(a, dtype=_sum_dtype(a, dtype))
+    return F.ProdDim.apply(
+        a, dim=_norm_dim(int(dim), a.data_.ndim), keepdim=keepdim, dtype=_sum_dtype(a, dtype)
+    )
+
+
+def prod_others(a: Tensor, dim: int | None) -> Tensor:
+    """Per element, the product of the other elements (prod's gradient)."""
+    return F.ProdOthers.apply(a, dim=dim)
+
+
+class _ReturnTypes(tuple):
+    """`torch.return_types.max(values=..., indices=...)`"""
+
+    __ad_attrs__ = frozenset({"values", "indices"})
+    _kind = "max"
+
+    def __new__(cls, kind: str, values: Tensor, indices: Tensor) -> _ReturnTypes:
+        obj = super().__new__(cls, (values, indices))
+        obj._kind = kind
+        return obj
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"torch.return_types.{self._kind}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+    __str__ = __repr__
+
+
+def _extreme(kind: str, a: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
+    if isinstance(dim, Tensor) and other is None:
+        other, dim = dim, None
+    if other is not None:
+        return maximum(a, other) if kind == "max" else minimum(a, other)
+    if dim is None:
+        return (F.Max if kind == "max" else F.Min).apply(a)
+    d = _norm_dim(int(dim), a.data_.ndim)
+    if a.data_.ndim == 0:
+        return _ReturnTypes(kind, clone(a), Tensor._make(np.asarray(0)))
+    fn = F.MaxDim if kind == "max" else F.MinDim
+    values = fn.apply(a, dim=d, keepdim=keepdim)
+    idx = (np.argmax if kind == "max" else np.argmin)(a.data_, axis=d)
+    if keepdim:
+        idx = np.expand_dims(idx, d)
+    return _ReturnTypes(kind, values, Tensor._make(idx.astype(np.int64)))
+
+
+def max(a: Tensor, dim: Any = None, keepdim: bool = False, other: Any = None) -> Any:
+    """Max of all elements; `(values, indices)` along dim; elementwise with a tensor."""
+    return _extreme("max", a, dim, keepdim, other)
+
+
+def min(a: Tensor, dim: Any = None, keepdim: bool = False, other: Any = None) -> Any:
+    """Min of all elements; `(values, indices)` along dim; elementwise with a tensor."""
+    return _extreme("min", a, dim, keepdim, other)
+
+
+def amax(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Max over dims (all when empty); ties share the gradient."""
+    dims = _dims(None if dim == () else dim, a.data_.ndim)
+    return F.Amax.apply(a, dims=dims, keepdim=keepdim)
+
+
+def amin(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    """Min over dims (all when empty); ties share the gradient."""
+    dims = _dims(None if dim == () else dim, a.data_.ndim)
+    return F.Amin.apply(a, dims=dims, keepdim=keepdim)
+
+
+def argmax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Index of the max (flattened when dim is None)."""
+    if dim is None:
+        return Tensor._make(np.asarray(np.argmax(a.data_), np.int64))
+    out = np.argmax(a.data_, axis=_norm_dim(dim, a.data_.ndim), keepdims=keepdim)
+    return Tensor._make(out.astype(np.int64))
+
+
+def argmin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Index of the min (flattened when dim is None)."""
+    if dim is None:
+        return Tensor._make(np.asarray(np.argmin(a.data_), np.int64))
+    out = np.argmin(a.data_, axis=_norm_dim(dim, a.data_.ndim), keepdims=keepdim)
+    return Tensor._make(out.astype(np.int64))
+
+
+def norm(a: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Vector p-norm (Frobenius for matrices)."""
+    if p == "fro" or p is None:
+        p = 2
+    dims = None if dim is None else _dims(dim, a.data_.ndim)
+    if a.data_.dtype.kind not in "fc":
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+            f"Got {a.dtype.legacy.replace('Tensor', '')}"
+        )
+    return F.Norm.apply(a, p=float(p), dims=dims, keepdim=keepdim)
+
+
+def logsumexp(a: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(a))) over dim."""
+    return F.Logsumexp.apply(a, dims=_dims(dim, a.data_.ndim), keepdim=keepdim)
+
+
+def var(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False,
+        correction: Any = None) -> Tensor:
+    """Variance (Bessel-corrected by default)."""
+    corr = (1 if unbiased else 0) if correction is None else correction
+    return F.Var.apply(a, dims=_dims(dim, a.data_.ndim), correction=corr, keepdim=keepdim)
+
+
+def std(a: Tensor, dim: Any = None, unbiased: Any = True, keepdim: bool = False,
+        correction: Any = None) -> Tensor:
+    """Standard deviation (Bessel-corrected by default)."""
+    if isinstance(unbiased, int) and not isinstance(unbiased, bool) and correction is None:
+        correction, unbiased = unbiased, True
+    corr = (1 if unbiased else 0) if correction is None else correction
+    return F.Std.apply(a, dims=_dims(dim, a.data_.ndim), correction=corr, keepdim=keepdim)
+
+
+def cumsum(a: Tensor, dim: int) -> Tensor:
+    """Running sum along dim."""
+    return F.Cumsum.apply(a, dim=_norm_dim(dim, a.data_.ndim))
+
+
+# ************************************************************ linear algebra
+
+
+def _matmul_dtype(a: Tensor, b: Tensor, name: str) -> np.dtype:
+    if a.data_.dtype != b.data_.dtype:
+        n1 = a.dtype.legacy.replace("Tensor", "")
+        n2 = b.dtype.legacy.replace("Tensor", "")
+        if name == "dot":
+            raise RuntimeError(
+                f"dot : expected both vectors to have same dtype, but found {n1} and {n2}"
+            )
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
+        )
+    return a.data_.dtype
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    """matrix @ matrix"""
+    if a.data_.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b.data_.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    (n, k), (k2, m) = a.data_.shape, b.data_.shape
+    if k != k2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    return F.Mm.apply(a, b, dtype=_matmul_dtype(a, b, "mm"))
+
+
+def mv(m: Tensor, v: Tensor) -> Tensor:
+    """matrix @ vector"""
+    if m.data_.ndim != 2 or v.data_.ndim != 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got 1, {m.data_.ndim}, {v.data_.ndim}"
+        )
+    if m.data_.shape[1] != v.data_.shape[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({m.data_.shape[0]}), mat ({m.data_.shape[0]}x"
+            f"{m.data_.shape[1]}), vec ({v.data_.shape[0]})"
+        )
+    return F.Mv.apply(m, v, dtype=_matmul_dtype(m, v, "mv"))
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """vector . vector"""
+    if a.data_.ndim != 1 or b.data_.ndim != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {a.data_.ndim}D and {b.data_.ndim}D tensors"
+        )
+    if a.data_.shape != b.data_.shape:
+        n1, n2 = a.data_.shape[0], b.data_.shape[0]
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{n1}] and src [{n2}] to have the "
+            f"same number of elements, but got {n1} and {n2} elements respectively"
+        )
+    return F.Dot.apply(a, b, dtype=_matmul_dtype(a, b, "dot"))
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    """Matrix product dispatched on dimensions as torch.matmul does."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError("matmul(): argument 'other' must be Tensor")
+    da, db = a.data_.ndim, b.data_.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D"
+        )
+    if da == 1 and db == 1:
+        return dot(a, b)
+    if da == 2 and db == 1:
+        return mv(a, b)
+    if da == 1 and db == 2:
+        return squeeze(mm(unsqueeze(a, 0), b), 0)
+    if da == 2 and db == 2:
+        return mm(a, b)
+    if a.data_.shape[-1] != b.data_.shape[-2 if db > 1 else -1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"{list(a.data_.shape[:-2])} but got: {list(b.data_.shape)}."
+        )
+    if db == 1:
+        return squeeze(F.Bmm.apply(a, unsqueeze(b, 1), dtype=_matmul_dtype(a, b, "mm")), -1)
+    if da == 1:
+        return squeeze(F.Bmm.apply(unsqueeze(a, 0), b, dtype=_matmul_dtype(a, b, "mm")), -2)
+    return F.Bmm.apply(a, b, dtype=_matmul_dtype(a, b, "mm"))
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    """a[:, None] * b[None, :] (PyTorch's grad_fn is MulBackward0)."""
+    return mul(reshape(a, (-1, 1)), b)
+
+
+ger = outer
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias"""
+    if x.data_.ndim == 2 and bias is not None:
+        wt = t(weight)
+        if x.data_.shape[1] != wt.data_.shape[0]:
+            n, k = x.data_.shape
+            k2, m = wt.data_.shape
+            raise RuntimeError(
+                f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})"
+            )
+        return F.Addmm.apply(bias, x, wt, dtype=_matmul_dtype(x, weight, "mm"))
+    out = matmul(x, t(weight) if weight.data_.ndim == 2 else weight)
+    return add(out, bias) if bias is not None else out
+
+
+# ************************************************************ shapes
+
+
+def _resolve_shape(shape: tuple[int, ...], n: int) -> tuple[int, ...]:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        if known == 0 or n % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+        shape = tuple(n // known if s == -1 else s for s in shape)
+    elif known != n:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+    return shape
+
+
+def view(a: Tensor, *shape: Any) -> Tensor:
+    """Same data, another shape (contiguous tensors only)."""
+    if len(shape) == 1 and isinstance(shape[0], DType):
+        raise TypeError("view(dtype) is not supported")
+    s = _resolve_shape(_shape_arg(shape), a.data_.size)
+    if not a.data_.flags.c_contiguous and a.data_.size > 1:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return _view_of(a, F.View.apply(a, shape=s))
+
+
+def reshape(a: Tensor, *shape: Any) -> Tensor:
+    """Another shape (a view when contiguous, else a copy)."""
+    s = _resolve_shape(_shape_arg(shape), a.data_.size)
+    if s == a.data_.shape:
+        return _alias(a)
+    if a.data_.flags.c_contiguous or a.data_.size <= 1:
+        return _view_of(a, F.View.apply(a, shape=s))
+    return F.UnsafeView.apply(a, shape=s)
+
+
+def _alias(a: Tensor) -> Tensor:
+    """reshape/flatten to the same shape returns a view with a node of its own in torch;
+    keeping the tensor itself is what users see for 1-d flatten, so do that."""
+    return a
+
+
+def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Dims start..end merged into one."""
+    nd = a.data_.ndim
+    if nd == 0:
+        return reshape(a, (1,))
+    s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
+    if s >= e:
+        return a
+    shape = a.data_.shape[:s] + (math.prod(a.data_.shape[s : e + 1]),) + a.data_.shape[e + 1 :]
+    return reshape(a, shape)
+
+
+def ravel(a: Tensor) -> Tensor:
+    """All dims merged into one."""
+    return reshape(a, (-1,))
+
+
+def _view_of(base: Tensor, out: Tensor) -> Tensor:
+    out._vc = base._vc
+    out._base = base._base if base._base is not None else base
+    return out
+
+
+def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Two dims swapped."""
+    nd = a.data_.ndim
+    return _view_of(a, F.Transpose.apply(a, d0=_norm_dim(dim0, nd), d1=_norm_dim(dim1, nd)))
+
+
+swapaxes = transpose
+
+
+def t(a: Tensor) -> Tensor:
+    """Transpose of a matrix (vectors unchanged)."""
+    if a.data_.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.data_.ndim}D")
+    return _view_of(a, F.T.apply(a))
+
+
+def permute(a: Tensor, *dims: Any) -> Tensor:
+    """Dims reordered."""
+    d = _shape_arg(dims)
+    nd = a.data_.ndim
+    if len(d) != nd:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal "
+            f"to len(dims) = {len(d)}"
+        )
+    return _view_of(a, F.Permute.apply(a, dims=tuple(_norm_dim(x, nd) for x in d)))
+
+
+def squeeze(a: Tensor, dim: Any = None) -> Tensor:
+    """Size-1 dims removed (all, or the given one)."""
+    if dim is None:
+        return _view_of(a, F.Squeeze.apply(a))
+    return _view_of(a, F.SqueezeDim.apply(a, dim=_norm_dim(dim, a.data_.ndim)))
+
+
+def unsqueeze(a: Tensor, dim: int) -> Tensor:
+    """A size-1 dim inserted at `dim`."""
+    return _view_of(a, F.Unsqueeze.apply(a, dim=_norm_dim(dim, a.data_.ndim + 1)))
+
+
+def expand(a: Tensor, *shape: Any) -> Tensor:
+    """Broadcast to `shape` (-1 keeps a size)."""
+    s = list(_shape_arg(shape))
+    src = a.data_.shape
+    if len(s) < len(src):
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{[{', '.join(map(str, src))}]}}, size=[{', '.join(map(str, s))}]): "
+            "the number of sizes provided "
+            f"({len(s)}) must be greater or equal to the number of dimensions in the tensor "
+            f"({len(src)})"
+        )
+    lead = len(s) - len(src)
+    for i, n in enumerate(src):
+        if s[lead + i] == -1:
+            s[lead + i] = n
+        elif n != 1 and s[lead + i] != n:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s[lead + i]}) must match the existing size "
+                f"({n}) at non-singleton dimension {lead + i}.  Target sizes: {s}.  Tensor "
+                f"sizes: {list(src)}"
+            )
+    shape_t = tuple(s)
+    return _view_of(a, F.Expand.apply(a, shape=shape_t))
+
+
+def expand_as(a: Tensor, other: Tensor) -> Tensor:
+    """Broadcast to other's shape."""
+    return expand(a, other.data_.shape)
+
+
+def broadcast_to(a: Tensor, shape: Any) -> Tensor:
+    """Broadcast to `shape`."""
+    return expand(a, shape)
+
+
+def repeat(a: Tensor, *reps: Any) -> Tensor:
+    """Tiled `reps` times along each dim."""
+    r = _shape_arg(reps)
+    return F.Repeat.apply(a, reps=r)
+
+
+def flip(a: Tensor, dims: Any) -> Tensor:
+    """Reversed along dims."""
+    d = _dims(dims, a.data_.ndim)
+    return F.Flip.apply(a, dims=d)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Tensors joined along an existing dim."""
+    ts = list(tensors)
+    if not ts:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    # 1-d empty tensors are skipped, as torch does (legacy behaviour)
+    nd = ts[0].data_.ndim
+    for x in ts[1:]:
+        if x.data_.ndim != nd:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {nd} and {x.data_.ndim}"
+            )
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _norm_dim(dim, nd)
+    ref = ts[0].data_.shape
+    for i, x in enumerate(ts[1:], 1):
+        for k, (p, q) in enumerate(zip(ref, x.data_.shape)):
+            if k != d and p != q:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {p} "
+                    f"but got size {q} for tensor number {i} in the list."
+                )
+    rt = dtypes.result_type(*[_as_dim_tensor(x) for x in ts])
+    return F.Cat.apply(*ts, dim=d, dtype=rt.np)
+
+
+concat = cat
+concatenate = cat
+
+
+class _DimProxy:
+    """cat promotes all inputs as dimensioned tensors."""
+
+    __slots__ = ("dtype", "ndim")
+
+    def __init__(self, t: Tensor) -> None:
+        self.dtype = t.dtype
+        self.ndim = 1
+
+
+def _as_dim_tensor(t: Tensor) -> Any:
+    return _DimProxy(t)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Tensors stacked along a new dim."""
+    ts = list(tensors)
+    if not ts:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    ref = ts[0].data_.shape
+    for i, x in enumerate(ts[1:], 1):
+        if x.data_.shape != ref:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(ref)} at entry 0 "
+                f"and {list(x.data_.shape)} at entry {i}"
+            )
+    d = _norm_dim(dim, len(ref) + 1)
+    rt = dtypes.result_type(*[_as_dim_tensor(x) for x in ts])
+    return F.Stack.apply(*ts, dim=d, dtype=rt.np)
+
+
+def split(a: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Pieces of a given size (or list of sizes) along dim."""
+    d = _norm_dim(dim, a.data_.ndim)
+    n = a.data_.shape[d]
+    if isinstance(split_size_or_sections, int):
+        k = split_size_or_sections
+        sizes = [k] * (n // k) + ([n % k] if n % k else [])
+        if not sizes:
+            sizes = [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if _py.sum(sizes) != n:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                f"size at dimension {d}), but got split_sizes={sizes}"
+            )
+    return F.Split.apply(a, sizes=sizes, dim=d)
+
+
+
+
+def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """`chunks` nearly equal pieces along dim."""
+    d = _norm_dim(dim, a.data_.ndim)
+    n = a.data_.shape[d]
+    size = -(-n // chunks) if n else 0
+    return split(a, size if size else 1, d)
+
+
+def unbind(a: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along dim."""
+    return F.Unbind.apply(a, dim=_norm_dim(dim, a.data_.ndim))
+
+
+def narrow(a: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """a[..., start:start+length, ...] along dim."""
+    idx = [slice(None)] * a.data_.ndim
+    idx[dim] = slice(start, start + length)
+    return _view_of(a, F.Slice.apply(a, index=tuple(idx)))
+
+
+def select(a: Tensor, dim: int, index: int) -> Tensor:
+    """a[..., index, ...] along dim."""
+    nd = a.data_.ndim
+    d = _norm_dim(dim, nd)
+    size = a.data_.shape[d]
+    if not -size <= index < size:
+        raise IndexError(
+            f"index {index} is out of bounds for dimension {d} with size {size}"
+        )
+    idx: list[Any] = [slice(None)] * nd
+    idx[d] = index % size
+    out = _view_of(a, F.Select.apply(a, index=tuple(idx)))
+    out._view_index = tuple(idx)
+    return out
+
+
+def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
+    """Values picked along dim by an int64 index tensor."""
+    if index.data_.dtype != np.int64:
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    d = _norm_dim(dim, a.data_.ndim)
+    return F.Gather.apply(a, dim=d, index=index.data_)
+
+
+def scatter_into(g: Tensor, dim: int, index: np.ndarray, shape: tuple[int, ...]) -> Tensor:
+    """Zeros of `shape` with g added at `index` along dim (gather's backward)."""
+    return F.ScatterAdd.apply(g, dim=dim, index=index, shape=shape)
+
+
+def embed(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
+    """Zeros of `shape` with g added at `index` (indexing's backward)."""
+    return F.Embed.apply(g, index=index, shape=shape)
+
+
+def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """a with `value` where mask is True."""
+    m = _as_array(mask)
+    if m.dtype != np.bool_:
+        raise RuntimeError(
+            f"masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{dtypes.of_array(m).name}"
+        )
+    v = value if isinstance(value, Tensor) else _scalar_tensor(value, a.dtype)
+    return F.MaskedFill.apply(a, v, mask=m)
+
+
+# ************************************************************ indexing
+
+
+def _index_parts(index: Any) -> tuple[Any, ...]:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _is_basic(part: Any) -> bool:
+    return (
+        part is None
+        or part is Ellipsis
+        or isinstance(part, slice)
+        or (isinstance(part, (int, np.integer)) and not isinstance(part, bool))
+    )
+
+
+def _convert_index(index: Any) -> Any:
+    """Script index values to NumPy ones (tensors → arrays, validated types)."""
+    parts = []
+    for p in _index_parts(index):
+        if isinstance(p, Tensor):
+            if p.data_.dtype.kind in "iu" and p.data_.ndim == 0:
+                p = int(p.data_)
+            else:
+                p = p.data_
+        elif isinstance(p, list):
+            p = np.asarray([x.item() if isinstance(x, Tensor) else x for x in p])
+        elif isinstance(p, slice):
+            p = slice(*(_slice_int(v) for v in (p.start, p.stop, p.step)))
+        elif isinstance(p, bool):
+            p = np.asarray(p)
+        elif not _is_basic(p):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                "Variables are valid indices (got " + _type_name(p) + ")"
+            )
+        if isinstance(p, np.ndarray) and p.dtype.kind not in "iub":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        parts.append(p)
+    return tuple(parts)
+
+
+def _slice_int(v: Any) -> Any:
+    if isinstance(v, Tensor):
+        return int(v.item())
+    return v
+
+
+def getitem(a: Tensor, index: Any) -> Tensor:
+    """a[index] with PyTorch's grad_fns: SelectBackward0 per integer, SliceBackward0 per
+    slice, UnsqueezeBackward0 per None, IndexBackward0 for array/mask indices."""
+    parts = _convert_index(index)
+    if not _py.all(_is_basic(p) for p in parts):
+        return F.Index.apply(a, index=_fancy_index(a, parts))
+    nd = a.data_.ndim
+    n_real = _py.sum(1 for p in parts if p is not None and p is not Ellipsis)
+    if n_real > nd:
+        raise IndexError(
+            f"too many indices for tensor of dimension {nd}"
+        )
+    # expand the ellipsis
+    if Ellipsis in parts:
+        k = parts.index(Ellipsis)
+        parts = parts[:k] + (slice(None),) * (nd - n_real) + parts[k + 1 :]
+    out = a
+    dim = 0
+    applied = False
+    for p in parts:
+        if p is None:
+            out = unsqueeze(out, dim)
+            dim += 1
+            applied = True
+        elif isinstance(p, slice):
+            if p != slice(None):
+                size = out.data_.shape[dim]
+                if p.step is not None and p.step <= 0:
+                    raise ValueError("step must be greater than zero")
+                idx = [slice(None)] * out.data_.ndim
+                idx[dim] = p
+                out = _view_with_index(out, F.Slice.apply(out, index=tuple(idx)), tuple(idx))
+                applied = True
+                del size
+            dim += 1
+        else:
+            out = select(out, dim, int(p))
+            applied = True
+    if not applied:
+        # `x[:]` still makes a new view node
+        idx = (slice(None),) * _py.max(nd, 1)
+        if nd == 0:
+            return _view_of(a, F.Slice.apply(a, index=()))
+        out = _view_with_index(a, F.Slice.apply(a, index=idx), idx)
+    if out is not a and out._base is not None and out._view_index is None:
+        out._view_index = None
+    _set_view_index_chain(a, out, index)
+    return out
+
+
+
+
+def _view_with_index(base: Tensor, out: Tensor, idx: tuple[Any, ...]) -> Tensor:
+    out = _view_of(base, out)
+    out._view_index = idx
+    return out
+
+
+def _set_view_index_chain(a: Tensor, out: Tensor, index: Any) -> None:
+    """Remember how to re-derive `out` from its base (for in-place on the view)."""
+    if out is a or out._base is None:
+        return
+    if a._base is None:
+        out._view_index = _convert_index(index)
+    else:
+        out._view_index = None  # a view of a view: not re-derivable simply
+
+
+def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    for p in parts:
+        if isinstance(p, np.ndarray) and p.dtype == np.bool_:
+            # validate mask shape like torch
+            pass
+    try:
+        a.data_[parts]
+    except IndexError as e:
+        msg = str(e)
+        raise IndexError(msg) from None
+    return parts
+
+
+def as_strided_view(base: Tensor, index: Any) -> Tensor:
+    """The view `base[index]` re-derived after an in-place op on it."""
+    out = F.AsStrided.apply(base, index=index)
+    return out
+
+
+def setitem(a: Tensor, index: Any, value: Any) -> None:
+    """a[index] = value, in place (CopySlices when recorded)."""
+    parts = _convert_index(index)
+    idx = parts if len(parts) != 1 else parts[0]
+    if grad_mode.state.enabled:
+        base = a._base
+        if a.grad_fn is None and a._requires_grad:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
+        if base is not None and base.grad_fn is None and base._requires_grad:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
+    v = value if isinstance(value, Tensor) else None
+    if v is None and not isinstance(value, (int, float, bool)):
+        if isinstance(value, list):
+            v = tensor(value, dtype=a.dtype)
+        else:
+            raise TypeError(f"can't assign a {_type_name(value)} to a Tensor")
+    record = grad_mode.state.enabled and (a._requires_grad or (v is not None and v._requires_grad))
+    if not record:
+        a.data_[idx] = v.data_ if v is not None else value
+        a._vc[0] += 1
+        return
+    from .tensor import _adopt_node
+
+    vt = v if v is not None else _scalar_tensor(value, a.dtype)
+    snapshot = Tensor._make(a.data_.copy(), a._requires_grad, a.grad_fn, a._vc, a._output_nr)
+    snapshot._acc = a._acc
+    out = F.CopySlices.apply(snapshot, vt, index=idx, dtype=a.data_.dtype)
+    a.data_[...] = out.data_
+    a._vc[0] += 1
+    _adopt_node(a, out)
+
+
+# ************************************************************ nn functions
+
+
+def softmax(a: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    """exp(a) / sum(exp(a)) along dim."""
+    if dtype is not None:
+        a = to_dtype(a, dtype)
+    d = _implicit_dim(a, dim)
+    return F.Softmax.apply(a, dim=d)
+
+
+def log_softmax(a: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    """a - logsumexp(a) along dim."""
+    if dtype is not None:
+        a = to_dtype(a, dtype)
+    d = _implicit_dim(a, dim)
+    return F.LogSoftmax.apply(a, dim=d)
+
+
+def _implicit_dim(a: Tensor, dim: int | None) -> int:
+    if dim is None:
+        nd = a.data_.ndim
+        dim = 0 if nd in (0, 1, 3) else 1
+    return _norm_dim(dim, a.data_.ndim)
+
+
+def _reduction(reduction: str, size_average: Any = None, reduce: Any = None) -> str:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean squared error."""
+    if input.data_.shape != target.data_.shape:
+        from .config import config
+
+        config.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size."
+        )
+    ta, tb, dt = _binary(input, target)
+    return F.MseLoss.apply(ta, tb, reduction=_reduction(reduction), dtype=dt)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean absolute error (PyTorch composes it from abs and mean)."""
+    d = abs(sub(input, target))
+    r = _reduction(reduction)
+    if r == "mean":
+        return mean(d)
+    if r == "sum":
+        return sum(d)
+    return d
+
+
+def binary_cross_entropy(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, reduction: str = "mean"
+) -> Tensor:
+    """-(t log p + (1 - t) log(1 - p))"""
+    if input.data_.shape != target.data_.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}) is deprecated. Please ensure they have the same size."
+        )
+    dt = input.data_.dtype
+    return F.BinaryCrossEntropy.apply(
+        input, target, weight, reduction=_reduction(reduction), dtype=dt
+    )
+
+
+def nll_loss(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Tensor:
+    """Negative log-likelihood of class indices."""
+    if target.data_.dtype.kind not in "iu":
+        raise RuntimeError(
+            "expected scalar type Long but found "
+            + target.dtype.legacy.replace("Tensor", "")
+        )
+    if input.data_.ndim >= 2 and input.data_.shape[0] != target.data_.shape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({input.data_.shape[0]}) to match target batch_size "
+            f"({target.data_.shape[0]})."
+        )
+    return F.NllLoss.apply(
+        input,
+        weight,
+        target=target.data_,
+        reduction=_reduction(reduction),
+        ignore_index=ignore_index,
+    )
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """nll_loss(log_softmax(input, 1), target); probabilities as targets also work."""
+    dim = 1 if input.data_.ndim >= 2 else 0
+    logp = log_softmax(input, dim)
+    if target.data_.dtype.kind == "f":
+        loss = neg(sum_dims(mul(logp, target), (dim,), False))
+        r = _reduction(reduction)
+        return mean(loss) if r == "mean" else sum(loss) if r == "sum" else loss
+    return nll_loss(logp, target, weight, ignore_index, reduction)
+
+
+def dropout(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Identity when not training (adcli has no random masks here)."""
+    if training and p > 0:
+        raise RuntimeError("adcli does not support torch.nn.functional.dropout in training yet")
+    return a
+
+
+# ************************************************************ in-place helpers
+
+
+def zero_like(t: Tensor) -> Tensor:
+    """Zeros shaped like t (the value of `t.zero_()`), recorded as ZeroBackward0."""
+    return F.ZeroFill.apply(t)
+
+
+def fill_like(t: Tensor, v: Any) -> Tensor:
+    """`v` everywhere, shaped like t (the value of `t.fill_(v)`)."""
+    if isinstance(v, Tensor):
+        return F.FillTensor.apply(t, v)
+    return F.FillScalar.apply(t, value=v)
+
+
+def copy_from(t: Tensor, src: Tensor) -> Tensor:
+    """src broadcast to t's shape and dtype (the value of `t.copy_(src)`)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {_type_name(src)}")
+    return F.CopyFrom.apply(t, src)
+
+
+# ************************************************************ factories
+
+
+def _infer_dtype(values: Any) -> DType:
+    kinds = set()
+    stack_ = [values]
+    while stack_:
+        v = stack_.pop()
+        if isinstance(v, (list, tuple)):
+            stack_.extend(v)
+        elif isinstance(v, Tensor):
+            kinds.add(v.dtype.category)
+        elif isinstance(v, bool):
+            kinds.add(0)
+        elif isinstance(v, int):
+            kinds.add(1)
+        elif isinstance(v, float):
+            kinds.add(2)
+        else:
+            raise TypeError(f"new(): invalid data type '{_type_name(v)}'")
+    if not kinds:
+        return dtypes.DEFAULT_FLOAT
+    return dtypes.default_for_category(_py.max(kinds))
+
+
+def _to_nested(values: Any) -> Any:
+    if isinstance(values, Tensor):
+        return values.data_.tolist() if values.data_.ndim else values.data_.item()
+    if isinstance(values, (list, tuple)):
+        return [_to_nested(v) for v in values]
+    return values
+
+
+def _dtype_arg(dtype: Any) -> DType | None:
+    if dtype is None or isinstance(dtype, DType):
+        return dtype
+    raise TypeError(f"dtype must be a torch.dtype, not {_type_name(dtype)}")
+
+
+def _finish(data: np.ndarray, requires_grad: bool) -> Tensor:
+    check_numel(data.size)
+    out = Tensor._make(data)
+    if requires_grad:
+        if data.dtype.kind not in "fc":
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients"
+            )
+        out._requires_grad = True
+    return out
+
+
+def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """A new leaf tensor from nested lists (or a tensor, copied)."""
+    dt = _dtype_arg(dtype)
+    if isinstance(data, Tensor):
+        from .config import config
+
+        config.warn(
+            "To copy construct from a tensor, it is recommended to use "
+            "sourceTensor.detach().clone() or sourceTensor.detach().clone().requires_grad_(True), "
+            "rather than torch.tensor(sourceTensor)."
+        )
+        arr = data.data_.astype(dt.np if dt else data.data_.dtype, copy=True)
+        return _finish(arr, requires_grad)
+    if isinstance(data, (list, tuple)):
+        _check_ragged(data)
+    inferred = dt or _infer_dtype(data)
+    try:
+        arr = np.array(_to_nested(data), dtype=inferred.np)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"could not build a tensor from the given data: {e}") from None
+    return _finish(arr, requires_grad)
+
+
+def _check_ragged(data: Any) -> None:
+    stack_ = [(data, 0)]
+    lens: dict[int, int] = {}
+    while stack_:
+        v, depth = stack_.pop()
+        if isinstance(v, (list, tuple)):
+            n = len(v)
+            if lens.setdefault(depth, n) != n:
+                raise ValueError(
+                    f"expected sequence of length {lens[depth]} at dim {depth} (got {n})"
+                )
+            stack_.extend((x, depth + 1) for x in v)
+
+
+as_tensor = tensor
+
+
+def _factory_shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+    s = _shape_arg(size)
+    for n in s:
+        if n < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {n}: {list(s)}"
+            )
+    check_numel(math.prod(s))
+    return s
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Zeros of the given shape."""
+    dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
+    return _finish(np.zeros(_factory_shape(size), dt.np), requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Ones of the given shape."""
+    dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
+    return _finish(np.ones(_factory_shape(size), dt.np), requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Uninitialised in PyTorch; zeros here (deterministic)."""
+    return zeros(*size, dtype=dtype, requires_grad=requires_grad)
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    """`fill_value` everywhere (dtype inferred from the value)."""
+    dt = _dtype_arg(dtype) or dtypes.default_for_category(dtypes.scalar_category(fill_value))
+    shape = _factory_shape((size,) if isinstance(size, int) else tuple(size))
+    return _finish(np.full(shape, fill_value, dt.np), requires_grad)
+
+
+def _like(t: Tensor, dtype: Any) -> DType:
+    return _dtype_arg(dtype) or t.dtype
+
+
+def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros shaped like t."""
+    return _finish(np.zeros(t.data_.shape, _like(t, dtype).np), requires_grad)
+
+
+def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Ones shaped like t."""
+    return _finish(np.ones(t.data_.shape, _like(t, dtype).np), requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """`fill_value` shaped like t."""
+    return _finish(np.full(t.data_.shape, fill_value, _like(t, dtype).np), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Identity matrix."""
+    dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
+    check_numel(n * (m if m is not None else n))
+    return _finish(np.eye(n, m, dtype=dt.np), requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
+           requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Evenly spaced values in [start, end)."""
+    if end is None:
+        start, end = 0, start
+    vals = [_num(start), _num(end), _num(step)]
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    dt = _dtype_arg(dtype)
+    if dt is None:
+        dt = dtypes.DEFAULT_FLOAT if builtins_any_float(vals) else dtypes.int64
+    n = _py.max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    check_numel(n)
+    data = (vals[0] + np.arange(n, dtype=np.float64) * vals[2]) if dt.is_floating_point else (
+        np.arange(vals[0], vals[1], vals[2], dtype=np.int64)
+    )
+    return _finish(np.asarray(data, dt.np), requires_grad)
+
+
+def builtins_any_float(vals: list[Any]) -> bool:
+    """True when some value is a Python float."""
+    return _py.sum(1 for v in vals if isinstance(v, float)) > 0
+
+
+def _num(v: Any) -> Any:
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def linspace(start: Any, end: Any, steps: int, dtype: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """`steps` evenly spaced values from start to end inclusive."""
+    dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
+    check_numel(steps)
+    s, e = float(_num(start)), float(_num(end))
+    if steps == 1:
+        data = np.asarray([s])
+    else:
+        # PyTorch fills the first half from start and the second half from end
+        step = (e - s) / (steps - 1)
+        i = np.arange(steps, dtype=np.float64)
+        half = steps // 2
+        data = np.where(i < half, s + step * i, e - step * (steps - 1 - i))
+    return _finish(np.asarray(data, dt.np), requires_grad)
+
+
+# ************************************************************ bind the table
+
+from . import functions as F  # noqa: E402,F811
+
+
+# ************************************************************ Tensor methods
+
+# Methods that are the ops above with the tensor as first argument.
+TENSOR_METHODS = (
+    "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign floor ceil round clamp clip "
+    "neg negative reciprocal square pow add sub mul div true_divide matmul mm mv dot outer "
+    "sum mean prod max min amax amin argmax argmin norm logsumexp var std cumsum view "
+    "reshape flatten ravel transpose swapaxes t permute squeeze unsqueeze expand expand_as "
+    "repeat flip split chunk unbind narrow select gather masked_fill softmax log_softmax "
+    "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
+    "logical_not"
+).split()
+
+
+def _to(a: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """`x.to(torch.float64)` (devices are accepted and ignored)."""
+    dt = kwargs.get("dtype")
+    for v in args:
+        if isinstance(v, DType):
+            dt = v
+    return a if dt is None else to_dtype(a, dt)
+
+
+def _where_method(a: Tensor, cond: Any, other: Any) -> Tensor:
+    return where(cond, a, other)
+
+
+def _view_as(a: Tensor, other: Tensor) -> Tensor:
+    return view(a, other.data_.shape)
+
+
+def _reshape_as(a: Tensor, other: Tensor) -> Tensor:
+    return reshape(a, other.data_.shape)
+
+
+def _masked_fill_(a: Tensor, mask: Tensor, value: Any) -> Tensor:
+    return a._inplace(lambda t: masked_fill(t, mask, value))
+
+
+def _inplace_unary(fn: Any) -> Any:
+    def method(a: Tensor) -> Tensor:
+        return a._inplace(fn)
+
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+EXTRA_METHODS: dict[str, Any] = {
+    "to": _to,
+    "type": _to,
+    "float": lambda a: to_dtype(a, dtypes.float32),
+    "double": lambda a: to_dtype(a, dtypes.float64),
+    "half": lambda a: to_dtype(a, dtypes.float16),
+    "long": lambda a: to_dtype(a, dtypes.int64),
+    "int": lambda a: to_dtype(a, dtypes.int32),
+    "bool": lambda a: to_dtype(a, dtypes.bool_),
+    "where": _where_method,
+    "view_as": _view_as,
+    "reshape_as": _reshape_as,
+    "masked_fill_": _masked_fill_,
+    "relu_": _inplace_unary(relu),
+    "sigmoid_": _inplace_unary(sigmoid),
+    "tanh_": _inplace_unary(tanh),
+    "abs_": _inplace_unary(abs),
+    "sqrt_": _inplace_unary(sqrt),
+    "log_": _inplace_unary(log),
+    "cpu": lambda a: a,
+    "contiguous": lambda a: a if a.data_.flags.c_contiguous else clone(a),
+    "is_contiguous": lambda a: bool(a.data_.flags.c_contiguous),
+    "is_floating_point": lambda a: a.data_.dtype.kind == "f",
+}
+
+
+def _bind_methods() -> None:
+    g = globals()
+    for name in TENSOR_METHODS:
+        setattr(Tensor, name, g[name])
+    for name, fn in EXTRA_METHODS.items():
+        setattr(Tensor, name, fn)
+
+
+_bind_methods()

@@ -1,0 +1,171 @@
+"""torch.optim.SGD and Adam, updating parameters exactly as PyTorch's single-tensor code."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .tensor import Tensor
+
+
+class Optimizer:
+    """Holds parameter groups; `zero_grad()` and `step()`."""
+
+    __ad_attrs__ = frozenset({"zero_grad", "step", "param_groups", "state"})
+    defaults: dict[str, Any] = {}
+
+    def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups: list[dict[str, Any]] = []
+        for g in groups:
+            group = dict(defaults)
+            group.update(g)
+            group["params"] = list(group["params"])
+            for p in group["params"]:
+                if not isinstance(p, Tensor):
+                    raise TypeError(
+                        "optimizer can only optimize Tensors, but one of the params is "
+                        + type(p).__name__
+                    )
+                if not p.is_leaf:
+                    raise ValueError("can't optimize a non-leaf Tensor")
+            self.param_groups.append(group)
+        self.state: dict[int, dict[str, Any]] = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's gradient (to None by default, as PyTorch 2)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    p._grad = Tensor._make(np.zeros_like(p._grad.data_))
+
+    def _params_with_grad(self, group: dict[str, Any]) -> list[Tensor]:
+        return [p for p in group["params"] if p._grad is not None]
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for k in sorted(k for k in g if k != "params"):
+                lines.append(f"    {k}: {g[k]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _f(x: float, like: np.ndarray) -> Any:
+    """A Python number as a scalar of the parameter's dtype (how torch applies it)."""
+    return like.dtype.type(x)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: Any = None, differentiable: bool = False, fused: Any = None) -> None:
+        if lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
+
+    def step(self, closure: Any = None) -> Any:
+        """One update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
+            wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                d = p._grad.data_
+                if maximize:
+                    d = -d
+                if wd != 0:
+                    d = d + _f(wd, x) * x
+                if mom != 0:
+                    st = self.state.setdefault(id(p), {})
+                    buf = st.get("momentum_buffer")
+                    if buf is None:
+                        buf = np.array(d, copy=True)
+                    else:
+                        buf = buf * _f(mom, x) + _f(1 - damp, x) * d
+                    st["momentum_buffer"] = buf
+                    d = d + _f(mom, x) * buf if nesterov else buf
+                x += _f(-lr, x) * d
+                p._vc[0] += 1
+        return loss
+
+
+class Adam(Optimizer):
+    """Adam (optionally with L2 weight decay and AMSGrad)."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: Any = None, capturable: bool = False,
+                 differentiable: bool = False, fused: Any = None) -> None:
+        if lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        for i, b in enumerate(betas):
+            if not 0.0 <= b < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused))
+
+    def step(self, closure: Any = None) -> Any:
+        """One Adam update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+            wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                g = p._grad.data_
+                if maximize:
+                    g = -g
+                st = self.state.setdefault(id(p), {})
+                if not st:
+                    st["step"] = 0
+                    st["exp_avg"] = np.zeros_like(x)
+                    st["exp_avg_sq"] = np.zeros_like(x)
+                    if amsgrad:
+                        st["max_exp_avg_sq"] = np.zeros_like(x)
+                st["step"] += 1
+                step = st["step"]
+                if wd != 0:
+                    g = g + _f(wd, x) * x
+                m, v = st["exp_avg"], st["exp_avg_sq"]
+                m += _f(1 - b1, x) * (g - m)  # lerp towards g
+                v *= _f(b2, x)
+                v += _f(1 - b2, x) * (g * g)
+                bc1 = 1 - b1**step
+                bc2 = 1 - b2**step
+                step_size = lr / bc1
+                bc2_sqrt = math.sqrt(bc2)
+                if amsgrad:
+                    np.maximum(st["max_exp_avg_sq"], v, out=st["max_exp_avg_sq"])
+                    denom = np.sqrt(st["max_exp_avg_sq"]) / _f(bc2_sqrt, x) + _f(eps, x)
+                else:
+                    denom = np.sqrt(v) / _f(bc2_sqrt, x) + _f(eps, x)
+                x += _f(-step_size, x) * (m / denom)
+                p._vc[0] += 1
+        return loss

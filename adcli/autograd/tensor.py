@@ -1,0 +1,629 @@
+"""Tensor: a NumPy array with autograd state (`grad`, `grad_fn`, `requires_grad`, version)."""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from . import dtypes, grad_mode
+from .config import config
+from .dtypes import DType
+from .node import AccumulateGrad, Node, RemovableHandle, _add_hook
+
+NONLEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information. (Triggered "
+    "internally at /__w/pytorch/pytorch/build/aten/src/ATen/core/TensorBody.h:493.)"
+)
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_LEAF_INPLACE = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+)
+
+
+class Size(tuple):
+    """`torch.Size`: a tuple of ints printed as `torch.Size([2, 3])`."""
+
+    __ad_attrs__ = frozenset({"numel", "index", "count"})
+
+    def __repr__(self) -> str:
+        return f"torch.Size([{', '.join(str(int(s)) for s in self)}])"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        """Product of the sizes."""
+        return math.prod(self)
+
+
+class Tensor:
+    """An n-dimensional array that can record the operations made with it."""
+
+    __slots__ = (
+        "data_",
+        "_requires_grad",
+        "_grad",
+        "grad_fn",
+        "_output_nr",
+        "_vc",
+        "_acc",
+        "_hooks",
+        "_retains_grad",
+        "_base",
+        "_view_index",
+        "_label",
+        "__weakref__",
+    )
+
+    # ------------------------------------------------------------------ making
+    @staticmethod
+    def _make(
+        data: Any,
+        requires_grad: bool = False,
+        grad_fn: Node | None = None,
+        vc: list[int] | None = None,
+        output_nr: int = 0,
+    ) -> Tensor:
+        """Wrap an ndarray (0-d NumPy scalars become 0-d arrays)."""
+        t = object.__new__(Tensor)
+        if type(data) is not np.ndarray:
+            data = np.asarray(data)
+        t.data_ = data
+        t._requires_grad = requires_grad
+        t._grad = None
+        t.grad_fn = grad_fn
+        t._output_nr = output_nr
+        t._vc = vc if vc is not None else [0]
+        t._acc = None
+        t._hooks = None
+        t._retains_grad = False
+        t._base = None
+        t._view_index = None
+        t._label = None
+        return t
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # pragma: no cover - use torch.tensor
+        raise TypeError("use torch.tensor(...) to make a tensor")
+
+    # -------------------------------------------------------------- attributes
+    @property
+    def data(self) -> Tensor:
+        """The same values, detached and outside version tracking (`x.data`)."""
+        return Tensor._make(self.data_)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self.data_ = _as_tensor(value).data_
+
+    @property
+    def dtype(self) -> DType:
+        """The torch dtype (`torch.float32`)."""
+        return dtypes.of_array(self.data_)
+
+    @property
+    def shape(self) -> Size:
+        """The sizes, as `torch.Size`."""
+        return Size(self.data_.shape)
+
+    def size(self, dim: int | None = None) -> Size | int:
+        """`torch.Size` of the tensor, or the size of one dimension."""
+        if dim is None:
+            return Size(self.data_.shape)
+        return self.data_.shape[_norm_dim(dim, self.data_.ndim)]
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return self.data_.ndim
+
+    def dim(self) -> int:
+        """Number of dimensions."""
+        return self.data_.ndim
+
+    def numel(self) -> int:
+        """Number of elements."""
+        return int(self.data_.size)
+
+    nelement = numel
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not produced by a recorded operation."""
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients are computed for this tensor."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._set_requires_grad(bool(value), "and complex ")
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set requires_grad in place; returns the tensor."""
+        self._set_requires_grad(bool(requires_grad), "")
+        return self
+
+    def _set_requires_grad(self, value: bool, complex_words: str) -> None:
+        if self.grad_fn is not None:
+            if not value:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want "
+                    "to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach()."
+                )
+            return
+        if value and self.data_.dtype.kind not in "fc":
+            raise RuntimeError(
+                f"only Tensors of floating point {complex_words}dtype can require gradients"
+            )
+        self._requires_grad = value
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient (leaves, and non-leaves that retain it)."""
+        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+            config.warn(NONLEAF_GRAD_WARNING)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
+            if value.data_.shape != self.data_.shape:
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.data_.shape)}' to "
+                    f"a tensor of size '{list(self.data_.shape)}'. Please ensure that the "
+                    "gradient and the tensor are the same size".replace(", ", ",")
+                    .replace("size '[", "size '[")
+                )
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        """True after `retain_grad()` on a non-leaf."""
+        return self._retains_grad
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @property
+    def device(self) -> str:
+        """Always `cpu`."""
+        return "cpu"
+
+    @property
+    def T(self) -> Tensor:
+        """The dimensions reversed (PermuteBackward0)."""
+        if self.data_.ndim != 2:
+            config.warn(
+                "The use of `x.T` on tensors of dimension other than 2 to reverse their shape "
+                "is deprecated and it will throw an error in a future release. Consider "
+                "`x.mT` to transpose batches of matrices or `x.permute(*torch.arange(x.ndim "
+                "- 1, -1, -1))` to reverse the dimensions of a tensor."
+            )
+        return ops.permute(self, tuple(range(self.data_.ndim - 1, -1, -1)))
+
+    @property
+    def mT(self) -> Tensor:
+        """The last two dimensions swapped."""
+        return ops.transpose(self, -2, -1)
+
+    # ------------------------------------------------------- autograd methods
+    def backward(
+        self,
+        gradient: Tensor | None = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """Compute the gradient of this tensor with respect to the graph's leaves."""
+        from . import engine
+
+        engine.backward(
+            self,
+            gradient,
+            retain_graph=retain_graph,
+            create_graph=create_graph,
+            inputs=inputs,
+        )
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` for this non-leaf after backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        _register_retain(self)
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call `hook(grad)` when the gradient for this tensor is computed."""
+        if not self._requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient"
+            )
+        if self.grad_fn is None:
+            return _add_hook(self, "_hooks", hook)
+        return _add_hook(self.grad_fn, "pre_hooks", ("tensor", self._output_nr, hook))
+
+    def detach(self) -> Tensor:
+        """A new leaf sharing data and version counter, not requiring grad."""
+        return Tensor._make(self.data_, False, None, self._vc)
+
+    def detach_(self) -> Tensor:
+        """Make this tensor a leaf that does not require grad."""
+        self.grad_fn = None
+        self._requires_grad = False
+        self._retains_grad = False
+        return self
+
+    def _accumulator(self) -> AccumulateGrad:
+        acc = self._acc
+        if acc is None:
+            acc = self._acc = AccumulateGrad(self)
+        return acc
+
+    # ------------------------------------------------------------ conversions
+    def item(self) -> float | int | bool:
+        """The value of a one-element tensor as a Python number."""
+        if self.data_.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self.data_.size} elements cannot be converted to Scalar"
+            )
+        return self.data_.reshape(()).item()
+
+    def tolist(self) -> Any:
+        """Nested Python lists of numbers."""
+        return self.data_.tolist()
+
+    def numpy(self) -> np.ndarray:
+        """The NumPy array (only for tensors that do not require grad)."""
+        if self._requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        return self.data_
+
+    def _scalar(self, kind: str) -> float | int | bool:
+        if self.data_.size != 1:
+            if kind == "bool":
+                raise RuntimeError(
+                    "Boolean value of Tensor with more than one value is ambiguous"
+                )
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.data_.reshape(()).item()
+
+    def __float__(self) -> float:
+        if self._requires_grad:
+            config.warn(
+                "Converting a tensor with requires_grad=True to a scalar may lead to "
+                "unexpected behavior.\nConsider using tensor.detach() first. (Triggered "
+                "internally at /__w/pytorch/pytorch/torch/csrc/autograd/generated/"
+                "python_variable_methods.cpp:822.)"
+            )
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar("bool"))
+
+    def __index__(self) -> int:
+        if self.data_.dtype.kind not in "iub" or self.data_.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.data_.reshape(()).item())
+
+    def __len__(self) -> int:
+        if self.data_.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data_.shape[0]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.data_.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (ops.select(self, 0, i) for i in range(self.data_.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __format__(self, spec: str) -> str:
+        if self.data_.ndim == 0 and spec:
+            return format(self.data_.item(), spec)
+        return format(repr(self), spec)
+
+    def __repr__(self) -> str:
+        from .printing import format_tensor
+
+        return format_tensor(
+            self.data_,
+            self.dtype.name,
+            grad_fn=self.grad_fn.name() if self.grad_fn is not None else None,
+            requires_grad=self._requires_grad,
+        )
+
+    __str__ = __repr__
+
+    # ------------------------------------------------------------ in place
+    def _check_inplace(self) -> None:
+        """Refuse in-place ops on leaves (or views of leaves) that require grad."""
+        if not grad_mode.state.enabled:
+            return
+        base = self._base
+        if base is not None and base.grad_fn is None and base._requires_grad:
+            raise RuntimeError(VIEW_LEAF_INPLACE)
+        if self.grad_fn is None and self._requires_grad:
+            raise RuntimeError(LEAF_INPLACE)
+
+    def _inplace(self, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
+        """Run `fn(self, *args)` out of place, then write the result into self.
+
+        When grad mode records, the graph sees the pre-update value as a
+        snapshot (so the op's saved inputs are not the tensor being changed),
+        and this tensor takes the op's node as its new grad_fn.
+        """
+        self._check_inplace()
+        record = grad_mode.state.enabled and (
+            self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
+        )
+        if not record:
+            with grad_mode.no_grad():
+                result = fn(self, *args, **kwargs)
+            _write(self, result.data_)
+            self._vc[0] += 1
+            return self
+        if self._base is not None and self._base._view_index is None and self._view_index is not None:
+            return _inplace_on_view(self, fn, args, kwargs)
+        snapshot = Tensor._make(
+            self.data_.copy(), self._requires_grad, self.grad_fn, self._vc, self._output_nr
+        )
+        snapshot._acc = self._acc
+        result = fn(snapshot, *args, **kwargs)
+        _write(self, result.data_)
+        self._vc[0] += 1
+        _adopt_node(self, result)
+        return self
+
+    def zero_(self) -> Tensor:
+        """Fill with zeros in place."""
+        return self._inplace(lambda t: ops.zero_like(t))
+
+    def fill_(self, value: Any) -> Tensor:
+        """Fill with `value` in place."""
+        return self._inplace(lambda t, v: ops.fill_like(t, v), value)
+
+    def copy_(self, src: Tensor) -> Tensor:
+        """Copy `src` (broadcast) into this tensor in place."""
+        return self._inplace(lambda t, s: ops.copy_from(t, s), src)
+
+    def add_(self, other: Any, alpha: Any = 1) -> Tensor:
+        """In-place `self + alpha * other`."""
+        return self._inplace(lambda t, o: ops.add(t, o, alpha=alpha), other)
+
+    def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
+        """In-place `self - alpha * other`."""
+        return self._inplace(lambda t, o: ops.sub(t, o, alpha=alpha), other)
+
+    def mul_(self, other: Any) -> Tensor:
+        """In-place multiply."""
+        return self._inplace(ops.mul, other)
+
+    def div_(self, other: Any) -> Tensor:
+        """In-place divide."""
+        return self._inplace(ops.div, other)
+
+    def pow_(self, exponent: Any) -> Tensor:
+        """In-place power."""
+        return self._inplace(ops.pow, exponent)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
+        """In-place clamp."""
+        return self._inplace(lambda t: ops.clamp(t, min, max))
+
+    def neg_(self) -> Tensor:
+        """In-place negation."""
+        return self._inplace(ops.neg)
+
+    def exp_(self) -> Tensor:
+        """In-place exp."""
+        return self._inplace(ops.exp)
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+    def __ipow__(self, other: Any) -> Tensor:
+        return self.pow_(other)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        ops.setitem(self, index, value)
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return ops.getitem(self, index)
+
+    # ------------------------------------------------------------ operators
+    def __add__(self, o: Any) -> Tensor:
+        return ops.add(self, o)
+
+    def __radd__(self, o: Any) -> Tensor:
+        return ops.add(self, o)
+
+    def __sub__(self, o: Any) -> Tensor:
+        return ops.sub(self, o)
+
+    def __rsub__(self, o: Any) -> Tensor:
+        return ops.rsub(self, o)
+
+    def __mul__(self, o: Any) -> Tensor:
+        return ops.mul(self, o)
+
+    def __rmul__(self, o: Any) -> Tensor:
+        return ops.mul(o, self) if isinstance(o, Tensor) else ops.mul(self, o)
+
+    def __truediv__(self, o: Any) -> Tensor:
+        return ops.div(self, o)
+
+    def __rtruediv__(self, o: Any) -> Tensor:
+        return ops.rdiv(self, o)
+
+    def __floordiv__(self, o: Any) -> Tensor:
+        return ops.floor_divide(self, o)
+
+    def __rfloordiv__(self, o: Any) -> Tensor:
+        return ops.floor_divide(ops.as_tensor_like(o, self), self)
+
+    def __mod__(self, o: Any) -> Tensor:
+        return ops.remainder(self, o)
+
+    def __pow__(self, o: Any) -> Tensor:
+        return ops.pow(self, o)
+
+    def __rpow__(self, o: Any) -> Tensor:
+        return ops.rpow(self, o)
+
+    def __matmul__(self, o: Any) -> Tensor:
+        return ops.matmul(self, o)
+
+    def __rmatmul__(self, o: Any) -> Tensor:
+        return ops.matmul(o, self)
+
+    def __neg__(self) -> Tensor:
+        return ops.neg(self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return ops.abs(self)
+
+    def __invert__(self) -> Tensor:
+        return ops.logical_not(self)
+
+    def __and__(self, o: Any) -> Tensor:
+        return ops.bitwise("and", self, o)
+
+    def __or__(self, o: Any) -> Tensor:
+        return ops.bitwise("or", self, o)
+
+    def __xor__(self, o: Any) -> Tensor:
+        return ops.bitwise("xor", self, o)
+
+    def __lt__(self, o: Any) -> Tensor:
+        return ops.compare("lt", self, o)
+
+    def __le__(self, o: Any) -> Tensor:
+        return ops.compare("le", self, o)
+
+    def __gt__(self, o: Any) -> Tensor:
+        return ops.compare("gt", self, o)
+
+    def __ge__(self, o: Any) -> Tensor:
+        return ops.compare("ge", self, o)
+
+    def __eq__(self, o: Any) -> Tensor:  # type: ignore[override]
+        return ops.compare("eq", self, o)
+
+    def __ne__(self, o: Any) -> Tensor:  # type: ignore[override]
+        return ops.compare("ne", self, o)
+
+
+def _write(t: Tensor, values: np.ndarray) -> None:
+    """Store new values into t's own buffer (so views see them), casting like torch."""
+    dst = t.data_
+    if values.dtype != dst.dtype and not np.can_cast(values.dtype, dst.dtype, "same_kind"):
+        names = {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte"}
+        src_name = dtypes.of_array(values).legacy.replace("Tensor", "")
+        dst_name = dtypes.of_array(dst).legacy.replace("Tensor", "")
+        del names
+        raise RuntimeError(
+            f"result type {src_name} can't be cast to the desired output type {dst_name}"
+        )
+    if dst.ndim == 0:
+        # 0-d arrays can be written in place through [...]
+        dst[...] = values
+    else:
+        np.copyto(dst, np.broadcast_to(values, dst.shape), casting="unsafe")
+
+
+def _adopt_node(t: Tensor, result: Tensor) -> None:
+    """Make `result`'s grad_fn the grad_fn of t (t was updated in place)."""
+    node = result.grad_fn
+    if node is None:
+        return
+    t.grad_fn = node
+    t._requires_grad = True
+    t._output_nr = result._output_nr
+    node.outputs = weakref.ref(t)
+    saved = getattr(node, "saved", ())
+    if saved and isinstance(saved, tuple):
+        for s in saved:
+            if s is not None and getattr(s, "is_output", False):
+                s.counter = t._vc
+                s.version = t._vc[0]
+    if t._retains_grad:
+        _register_retain(t)
+
+
+def _register_retain(t: Tensor) -> None:
+    node = t.grad_fn
+    if node.retained is None:
+        node.retained = {}
+    node.retained[t._output_nr] = weakref.ref(t)
+
+
+def _inplace_on_view(view: Tensor, fn: Callable[..., Tensor], args: Any, kwargs: Any) -> Tensor:
+    """In-place op on a view of a tensor that records: rewrite the base through
+    CopySlices, then re-derive the view from it (as PyTorch does)."""
+    base = view._base
+    snapshot = Tensor._make(
+        view.data_.copy(), view._requires_grad, view.grad_fn, view._vc, view._output_nr
+    )
+    result = fn(snapshot, *args, **kwargs)
+    ops.setitem(base, view._view_index, result)
+    fresh = ops.as_strided_view(base, view._view_index)
+    view.grad_fn = fresh.grad_fn
+    view._requires_grad = True
+    view._output_nr = 0
+    if fresh.grad_fn is not None:
+        fresh.grad_fn.outputs = weakref.ref(view)
+    return view
+
+
+def _as_tensor(v: Any) -> Tensor:
+    if isinstance(v, Tensor):
+        return v
+    return ops.tensor(v)
+
+
+def _norm_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n
+
+
+from . import ops  # noqa: E402  (ops needs Tensor defined first)

@@ -1,0 +1,428 @@
+"""Text -> AST. The only place where Lark exceptions become ScriptSyntaxError.
+
+The Lark LALR parser is built once per process, lazily (about 10 ms; it is
+deliberately not cached to a file: see PITFALLS.md). Indentation is handled
+by `AdIndenter`, our own reentrant postlexer, which also reports bracket and
+indentation mistakes with exact positions (Lark's `DedentError` has none).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+from pathlib import Path
+from typing import Callable, Iterator
+
+from lark import Lark, Token
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.lark import PostLex
+
+from adcli.errors import ScriptSyntaxError
+from adcli.lang import ast
+from adcli.lang.build import Builder, validate
+from adcli.source import Source, Span
+
+__all__ = ["parse", "parse_expression", "get_lark"]
+
+_OPEN = {"LPAR": "(", "LSQB": "[", "LBRACE": "{"}
+_CLOSE = {"RPAR": ")", "RSQB": "]", "RBRACE": "}"}
+_MATCH = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
+_TAB = 8
+
+# Keywords that open a block, and how Python names them in
+# "expected an indented block after ... on line N".
+_BLOCK_WORDS = {
+    "if": "'if' statement",
+    "elif": "'elif' statement",
+    "else": "'else' statement",
+    "while": "'while' statement",
+    "for": "'for' statement",
+    "try": "'try' statement",
+    "except": "'except' statement",
+    "finally": "'finally' statement",
+    "with": "'with' statement",
+    "def": "function definition",
+}
+
+Pos = Callable[[int, int], "tuple[int, int]"]
+
+
+def _identity(line: int, column: int) -> tuple[int, int]:
+    return line, column
+
+
+class _Located(Exception):
+    """A syntax problem found by the postlexer, in parse-text coordinates."""
+
+    def __init__(self, message: str, line: int, column: int, end_column: int, kind: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+        self.end_column = end_column
+        self.kind = kind
+
+
+class _State:
+    """Per-parse postlexer state, kept so error messages can inspect it."""
+
+    __slots__ = ("parens", "levels", "history", "line_start", "block_header")
+
+    def __init__(self) -> None:
+        self.parens: list[Token] = []
+        self.levels = [0]
+        self.history: list[Token] = []  # the last two tokens passed on
+        self.line_start: Token | None = None  # first token of the logical line
+        self.block_header: Token | None = None
+
+
+def _indent_width(text: str) -> int:
+    width = 0
+    for ch in text:
+        if ch == "\t":
+            width += _TAB - width % _TAB
+        elif ch == " ":
+            width += 1
+    return width
+
+
+class AdIndenter(PostLex):
+    """Python-style INDENT/DEDENT postlexer, reentrant (state per parse call).
+
+    Besides Lark's `Indenter` behaviour it reports, with positions: unmatched
+    or mismatched closing brackets, an unindent to no known level, and a block
+    header (``if x:``) not followed by an indented block.
+    """
+
+    always_accept = ("_NEWLINE",)
+
+    def __init__(self) -> None:
+        self.state = _State()
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        """Filter Lark's token stream (called by Lark for each parse)."""
+        self.state = _State()
+        return self._process(stream, self.state)
+
+    def _process(self, stream: Iterator[Token], st: _State) -> Iterator[Token]:
+        last = None
+        for tok in stream:
+            typ = tok.type
+            if typ == "_NEWLINE":
+                if st.parens:
+                    continue
+                yield from self._newline(tok, st, last)
+                last = tok
+                continue
+            if typ in _CLOSE:
+                if not st.parens:
+                    raise _Located(
+                        f"unmatched '{tok}'", tok.line, tok.column, tok.column + 1, "SyntaxError"
+                    )
+                opener = st.parens.pop()
+                if _MATCH[typ] != opener.type:
+                    where = "" if opener.line == tok.line else f" on line {opener.line}"
+                    raise _Located(
+                        f"closing parenthesis '{tok}' does not match opening parenthesis"
+                        f" '{opener}'{where}",
+                        tok.line,
+                        tok.column,
+                        tok.column + 1,
+                        "SyntaxError",
+                    )
+            elif typ in _OPEN:
+                st.parens.append(tok)
+            if st.line_start is None:
+                st.line_start = tok
+            self._remember(st, tok)
+            last = tok
+            yield tok
+        if st.block_header is not None and last is not None:
+            # End of input right after "if x:": point just past the colon.
+            colon = st.history[0] if len(st.history) == 2 else last
+            raise self._no_block(st, colon.end_line, colon.end_column)
+        while len(st.levels) > 1:
+            st.levels.pop()
+            yield Token.new_borrow_pos("_DEDENT", "", last) if last else Token("_DEDENT", "")
+
+    @staticmethod
+    def _remember(st: _State, tok: Token) -> None:
+        st.history.append(tok)
+        if len(st.history) > 2:
+            del st.history[0]
+
+    def _newline(self, tok: Token, st: _State, last: Token | None) -> Iterator[Token]:
+        # A block header is "if ...:" (etc.) with the colon last on the line.
+        if (
+            last is not None
+            and last.type == "COLON"
+            and st.line_start is not None
+            and str(st.line_start) in _BLOCK_WORDS
+        ):
+            st.block_header = st.line_start
+        st.line_start = None
+        self._remember(st, tok)
+        yield tok
+        indent_str = tok.rsplit("\n", 1)[1]
+        indent = _indent_width(indent_str)
+        line = tok.end_line
+        if indent > st.levels[-1]:
+            st.levels.append(indent)
+            st.block_header = None
+            yield Token.new_borrow_pos("_INDENT", indent_str, tok)
+            return
+        if st.block_header is not None:
+            raise self._no_block(st, line, len(indent_str) + 1)
+        while indent < st.levels[-1]:
+            st.levels.pop()
+            yield Token.new_borrow_pos("_DEDENT", indent_str, tok)
+        if indent != st.levels[-1]:
+            raise _Located(
+                "unindent does not match any outer indentation level",
+                line,
+                len(indent_str) + 1,
+                len(indent_str) + 2,
+                "IndentationError",
+            )
+
+    @staticmethod
+    def _no_block(st: _State, line: int, column: int) -> _Located:
+        header = st.block_header
+        assert header is not None
+        what = _BLOCK_WORDS[str(header)]
+        return _Located(
+            f"expected an indented block after {what} on line {header.line}",
+            line,
+            column,
+            column + 1,
+            "IndentationError",
+        )
+
+
+_lark: Lark | None = None
+_indenter: AdIndenter | None = None
+
+
+def _grammar_text() -> str:
+    """The grammar: packaged copy first (wheel), then the checkout's grammars/."""
+    try:
+        res = importlib.resources.files("adcli") / "grammars" / "ad.lark"
+        if res.is_file():
+            return res.read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError):
+        pass
+    path = Path(__file__).resolve().parents[2] / "grammars" / "ad.lark"
+    return path.read_text(encoding="utf-8")
+
+
+def get_lark() -> tuple[Lark, AdIndenter]:
+    """The process-wide Lark parser and its postlexer (built on first use)."""
+    global _lark, _indenter
+    if _lark is None or _indenter is None:
+        indenter = AdIndenter()
+        _lark = Lark(
+            _grammar_text(),
+            parser="lalr",
+            postlex=indenter,
+            propagate_positions=True,
+            maybe_placeholders=True,
+            start=["start", "eval_input"],
+        )
+        _indenter = indenter
+    return _lark, _indenter
+
+
+# ------------------------------------------------------------------- errors
+
+_EXPR_START = {"NAME", "DEC_NUMBER", "LPAR", "LSQB", "MINUS"}
+_STMT_START = {"PASS", "RETURN", "IF", "DEF"}
+_ATOM_TOKENS = {
+    "NAME",
+    "DEC_NUMBER",
+    "HEX_NUMBER",
+    "OCT_NUMBER",
+    "BIN_NUMBER",
+    "FLOAT_NUMBER",
+    "STRING",
+    "LONG_STRING",
+    "NONE",
+    "TRUE",
+    "FALSE",
+}
+_FIRST_INDENT = re.compile(r"(?:[ \t\f]*(?:#[^\n]*)?\n)*([ \t\f]+)(?=[^\s#])")
+
+
+def _end_of(text: str) -> tuple[int, int]:
+    """Line and column just past the last non-blank character."""
+    lines = text.rstrip().split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+def _token_error(
+    exc: UnexpectedToken, text: str, st: _State
+) -> tuple[str, int, int, int, str]:
+    """(message, line, column, end_column, kind) for an unexpected token."""
+    tok = exc.token
+    typ = tok.type
+    expected = set(exc.expected or ())
+    if typ == "$END":
+        line, col = _end_of(text)
+        end = col + 1
+    else:
+        line, col = tok.line, tok.column
+        end = tok.end_column if tok.end_line == tok.line else col + 1
+    if typ == "_INDENT":
+        width = len(str(tok))
+        return "unexpected indent", tok.end_line, 1, width + 1, "IndentationError"
+    # The contextual lexer can reject a bracket before the postlexer sees it.
+    if typ in _CLOSE:
+        if not st.parens:
+            return f"unmatched '{tok}'", line, col, col + 1, "SyntaxError"
+        opener = st.parens[-1]
+        if _MATCH[typ] != opener.type:
+            where = "" if opener.line == tok.line else f" on line {opener.line}"
+            return (
+                f"closing parenthesis '{tok}' does not match opening parenthesis"
+                f" '{opener}'{where}",
+                line,
+                col,
+                col + 1,
+                "SyntaxError",
+            )
+    if st.parens:
+        opener = st.parens[-1]
+        if typ == "$END" or line > opener.line:
+            return (
+                f"'{opener}' was never closed",
+                opener.line,
+                opener.column,
+                opener.column + 1,
+                "SyntaxError",
+            )
+    if typ in ("_NEWLINE", "$END") and typ == "_NEWLINE":
+        end = col + 1
+    if typ == "EQUAL" and "EQUAL" not in expected:
+        return "invalid syntax. Maybe you meant '==' instead of '='?", line, col, end, "SyntaxError"
+    if "COLON" in expected and typ in ("_NEWLINE", "$END") and not expected & set(_CLOSE):
+        return "expected ':'", line, col, end, "SyntaxError"
+    if _EXPR_START <= expected and not _STMT_START & expected:
+        return "expected an expression", line, col, end, "SyntaxError"
+    # The previous token: the postlexer may or may not have seen `tok` yet.
+    hist = [t for t in st.history if t is not tok and (t.line, t.column) < (tok.line, tok.column)]
+    prev = hist[-1] if hist and typ != "$END" else None
+    if (
+        prev is not None
+        and prev.type == "NAME"
+        and str(prev) in ("print", "exec")
+        and typ in _ATOM_TOKENS
+        and prev.line == tok.line
+    ):
+        return (
+            f"Missing parentheses in call to '{prev}'. Did you mean {prev}(...)?",
+            prev.line,
+            prev.column,
+            end,
+            "SyntaxError",
+        )
+    if st.parens and "COMMA" in expected and (typ in _ATOM_TOKENS or typ in _OPEN):
+        return "invalid syntax. Perhaps you forgot a comma?", line, col, end, "SyntaxError"
+    return "invalid syntax", line, col, end, "SyntaxError"
+
+
+def _char_error(exc: UnexpectedCharacters, text: str) -> tuple[str, int, int, int, str]:
+    line, col = exc.line, exc.column
+    rest = text[exc.pos_in_stream :]
+    ch = exc.char
+    if ch in "'\"":
+        if rest.startswith(ch * 3):
+            last, _ = _end_of(text)
+            msg = f"unterminated triple-quoted string literal (detected at line {last})"
+        else:
+            msg = f"unterminated string literal (detected at line {line})"
+        return msg, line, col, col + 1, "SyntaxError"
+    if ch == "\\":
+        return (
+            "unexpected character after line continuation character",
+            line,
+            col,
+            col + 1,
+            "SyntaxError",
+        )
+    return f"invalid character '{ch}' (U+{ord(ch):04X})", line, col, col + 1, "SyntaxError"
+
+
+def _raise_syntax(
+    info: tuple[str, int, int, int, str], source: Source, pos: Pos, prefix: str = ""
+) -> None:
+    message, line, col, end_col, kind = info
+    line, col = pos(line, col)
+    _, end_col = pos(info[1], end_col)
+    raise ScriptSyntaxError(
+        prefix + message, Span(line, col, line, max(end_col, col + 1)), source, kind=kind
+    )
+
+
+def _run_lark(text: str, start: str, source: Source, pos: Pos, prefix: str = "") -> object:
+    lark, indenter = get_lark()
+    try:
+        return lark.parse(text, start=start)
+    except _Located as exc:
+        _raise_syntax((exc.message, exc.line, exc.column, exc.end_column, exc.kind), source, pos, prefix)
+    except UnexpectedToken as exc:
+        if isinstance(exc.__context__, _Located):  # pragma: no cover - defensive
+            raise
+        _raise_syntax(_token_error(exc, text, indenter.state), source, pos, prefix)
+    except UnexpectedCharacters as exc:
+        _raise_syntax(_char_error(exc, text), source, pos, prefix)
+    except (UnexpectedInput, LarkError, AssertionError, RecursionError):
+        hist = indenter.state.history
+        line, col = (hist[-1].line, hist[-1].column) if hist else _end_of(text)
+        _raise_syntax(("invalid syntax", line, col, col + 1, "SyntaxError"), source, pos, prefix)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def parse_expression(source: Source, text: str, line: int, column: int) -> ast.Node:
+    """Parse `text`, found at `line`/`column` of `source`, as one expression.
+
+    Used for f-string fields; spans point into `source`.
+    """
+
+    def pos(ln: int, col: int) -> tuple[int, int]:
+        if ln == 1:
+            return line, column + col - 2
+        return line + ln - 1, col
+
+    tree = _run_lark("(" + text + ")\n", "eval_input", source, pos, "f-string: ")
+    builder = Builder(source, _expr_parser(source), line, column)
+    return builder.build(tree)  # type: ignore[arg-type]
+
+
+def _expr_parser(source: Source) -> Callable[[str, int, int], ast.Node]:
+    def parse_expr(text: str, line: int, column: int) -> ast.Node:
+        return parse_expression(source, text, line, column)
+
+    return parse_expr
+
+
+def parse(source: Source) -> ast.Module:
+    """Parse a whole script into an `ast.Module`.
+
+    Raises ScriptSyntaxError (kind "SyntaxError", "IndentationError", or
+    "LimitError" for absurd nesting) with the position and Python's wording.
+    """
+    text = source.text
+    if not text.endswith("\n"):
+        text += "\n"  # Lark's indenter needs a final newline (PITFALLS.md)
+    m = _FIRST_INDENT.match(text)
+    if m:
+        line = text.count("\n", 0, m.start(1)) + 1
+        raise ScriptSyntaxError(
+            "unexpected indent",
+            Span(line, 1, line, len(m.group(1)) + 1),
+            source,
+            kind="IndentationError",
+        )
+    tree = _run_lark(text, "start", source, _identity)
+    module = Builder(source, _expr_parser(source)).build(tree)  # type: ignore[arg-type]
+    validate(module)
+    return module

@@ -1,0 +1,23 @@
+"""Where a tensor came from in the script: the variable name and expression that made it.
+
+The language layer attaches a Label to tensors (`tensor._label`); the report
+reads it. The autograd engine never looks at it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Label:
+    """A tensor's name (`y`, or `y@2` when `y` was rebound), its expression and line."""
+
+    name: str | None
+    expr: str
+    line: int
+
+
+def label_of(t: object) -> Label | None:
+    """The Label of a tensor, if the script's evaluation gave it one."""
+    return getattr(t, "_label", None)

@@ -1,0 +1,309 @@
+"""The names a script sees: `torch`, `torch.nn.functional`, `torch.autograd`, `torch.optim`
+and friends, as tables of name -> value built from the autograd package."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .autograd import dtypes, engine, functional, grad_mode, ops, optim
+from .autograd import random as rng
+from .autograd.tensor import Size, Tensor
+
+# Every op exposed as `torch.NAME`.
+TORCH_OPS = (
+    "tensor as_tensor zeros ones empty full eye arange linspace zeros_like ones_like full_like "
+    "add sub mul div true_divide pow neg negative exp log log1p sqrt abs sin cos tan tanh "
+    "sigmoid relu clamp clip sign floor ceil round square reciprocal where maximum minimum "
+    "sum mean prod max min amax amin argmax argmin norm dot mv mm matmul outer ger transpose "
+    "swapaxes t permute reshape flatten ravel squeeze unsqueeze expand_as cat concat "
+    "concatenate stack split chunk unbind narrow select gather masked_fill softmax "
+    "log_softmax logsumexp var std cumsum flip eq ne gt ge lt le "
+    "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not"
+).split()
+
+FUNCTIONAL_OPS = (
+    "relu leaky_relu softplus sigmoid tanh softmax log_softmax mse_loss l1_loss "
+    "binary_cross_entropy cross_entropy nll_loss linear dropout"
+).split()
+
+
+def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    return ops._factory_shape(size)
+
+
+def _float_dtype(dtype: Any) -> dtypes.DType:
+    dt = ops._dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
+    if not dt.is_floating_point:
+        raise RuntimeError(
+            f'"normal_kernel_cpu" not implemented for \'{dt.legacy.replace("Tensor", "")}\''
+        )
+    return dt
+
+
+def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, generator: Any = None,
+          device: Any = None) -> Tensor:
+    """Standard normal samples, the same numbers as torch after manual_seed."""
+    dt = _float_dtype(dtype)
+    gen = generator or rng.default_generator
+    return ops._finish(gen.randn(_shape(size), dt.name), requires_grad)
+
+
+def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, generator: Any = None,
+         device: Any = None) -> Tensor:
+    """Uniform samples in [0, 1), the same numbers as torch after manual_seed."""
+    dt = _float_dtype(dtype)
+    gen = generator or rng.default_generator
+    return ops._finish(gen.rand(_shape(size), dt.name), requires_grad)
+
+
+def randint(low: int, high: Any = None, size: Any = None, dtype: Any = None,
+            generator: Any = None, requires_grad: bool = False) -> Tensor:
+    """Random integers in [low, high)."""
+    if size is None:
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint() missing 1 required positional argument: 'size'")
+    gen = generator or rng.default_generator
+    data = gen.randint(int(low), int(high), _shape(tuple(size)))
+    dt = ops._dtype_arg(dtype)
+    if dt is not None:
+        data = data.astype(dt.np)
+    return ops._finish(data, requires_grad)
+
+
+def randperm(n: int, dtype: Any = None, generator: Any = None) -> Tensor:
+    """A random permutation of 0..n-1."""
+    gen = generator or rng.default_generator
+    return ops._finish(gen.randperm(int(n)), False)
+
+
+def randn_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """randn with t's shape."""
+    return randn(*t.data_.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def rand_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """rand with t's shape."""
+    return rand(*t.data_.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+
+
+def manual_seed(seed: int) -> Any:
+    """Seed the global generator (as torch.manual_seed)."""
+    return rng.default_generator.manual_seed(int(seed))
+
+
+def initial_seed() -> int:
+    """The seed of the global generator."""
+    return rng.default_generator.initial_seed()
+
+
+def autograd_backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None,
+                      create_graph: bool = False, inputs: Any = None) -> None:
+    """torch.autograd.backward"""
+    engine.backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+
+
+class _Loss:
+    """nn.MSELoss() and friends: callables wrapping the functional losses."""
+
+    __ad_attrs__ = frozenset({"reduction"})
+    fn: Any = None
+
+    def __init__(self, reduction: str = "mean", **kwargs: Any) -> None:
+        self.reduction = reduction
+        self.kwargs = kwargs
+
+    def __call__(self, input: Tensor, target: Tensor) -> Tensor:
+        return type(self).fn(input, target, reduction=self.reduction, **self.kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class MSELoss(_Loss):
+    """Mean squared error loss object."""
+
+    fn = staticmethod(ops.mse_loss)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error loss object."""
+
+    fn = staticmethod(ops.l1_loss)
+
+
+class BCELoss(_Loss):
+    """Binary cross-entropy loss object."""
+
+    fn = staticmethod(ops.binary_cross_entropy)
+
+
+class CrossEntropyLoss(_Loss):
+    """Cross-entropy loss object."""
+
+    fn = staticmethod(ops.cross_entropy)
+
+
+class NLLLoss(_Loss):
+    """Negative log-likelihood loss object."""
+
+    fn = staticmethod(ops.nll_loss)
+
+
+class _Activation:
+    """nn.ReLU() and friends."""
+
+    __ad_attrs__ = frozenset()
+    fn: Any = None
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return type(self).fn(x)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ReLU(_Activation):
+    """ReLU module."""
+
+    fn = staticmethod(ops.relu)
+
+
+class Sigmoid(_Activation):
+    """Sigmoid module."""
+
+    fn = staticmethod(ops.sigmoid)
+
+
+class Tanh(_Activation):
+    """Tanh module."""
+
+    fn = staticmethod(ops.tanh)
+
+
+class _Anomaly:
+    """torch.autograd.set_detect_anomaly / detect_anomaly: accepted, a context manager."""
+
+    __ad_context__ = True
+    __ad_attrs__ = frozenset()
+    enabled = False
+
+    def __init__(self, mode: bool = True, check_nan: bool = True) -> None:
+        self.prev = _Anomaly.enabled
+        _Anomaly.enabled = bool(mode)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        _Anomaly.enabled = self.prev
+        return False
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection was switched on."""
+    return _Anomaly.enabled
+
+
+def _dtype_names() -> dict[str, Any]:
+    return {
+        "float32": dtypes.float32,
+        "float": dtypes.float32,
+        "float64": dtypes.float64,
+        "double": dtypes.float64,
+        "float16": dtypes.float16,
+        "half": dtypes.float16,
+        "int64": dtypes.int64,
+        "long": dtypes.int64,
+        "int32": dtypes.int32,
+        "int": dtypes.int32,
+        "int16": dtypes.int16,
+        "int8": dtypes.int8,
+        "uint8": dtypes.uint8,
+        "bool": dtypes.bool_,
+    }
+
+
+def module_table() -> dict[str, dict[str, Any]]:
+    """Each importable module's members, by dotted name. A member that is itself a
+    module is given as the string "module:<dotted name>" for the host to resolve."""
+    torch: dict[str, Any] = {name: getattr(ops, name) for name in TORCH_OPS if hasattr(ops, name)}
+    torch.update(_dtype_names())
+    torch.update(
+        randn=randn,
+        rand=rand,
+        randint=randint,
+        randperm=randperm,
+        randn_like=randn_like,
+        rand_like=rand_like,
+        manual_seed=manual_seed,
+        initial_seed=initial_seed,
+        no_grad=grad_mode.no_grad,
+        enable_grad=grad_mode.enable_grad,
+        set_grad_enabled=grad_mode.set_grad_enabled,
+        is_grad_enabled=grad_mode.is_grad_enabled,
+        Size=Size,
+        pi=math.pi,
+        e=math.e,
+        inf=math.inf,
+        nan=math.nan,
+        autograd="module:torch.autograd",
+        nn="module:torch.nn",
+        optim="module:torch.optim",
+        linalg="module:torch.linalg",
+    )
+    torch["relu"] = ops.relu
+    functional_: dict[str, Any] = {name: getattr(ops, name) for name in FUNCTIONAL_OPS}
+    nn = {
+        "functional": "module:torch.nn.functional",
+        "MSELoss": MSELoss,
+        "L1Loss": L1Loss,
+        "BCELoss": BCELoss,
+        "CrossEntropyLoss": CrossEntropyLoss,
+        "NLLLoss": NLLLoss,
+        "ReLU": ReLU,
+        "Sigmoid": Sigmoid,
+        "Tanh": Tanh,
+    }
+    autograd = {
+        "grad": engine.grad,
+        "backward": autograd_backward,
+        "functional": "module:torch.autograd.functional",
+        "set_detect_anomaly": _Anomaly,
+        "detect_anomaly": _Anomaly,
+        "is_anomaly_enabled": is_anomaly_enabled,
+    }
+    autograd_functional = {
+        "jacobian": functional.jacobian,
+        "hessian": functional.hessian,
+        "vjp": functional.vjp,
+        "hvp": functional.hvp,
+    }
+    optim_ = {"SGD": optim.SGD, "Adam": optim.Adam}
+    linalg = {"norm": _linalg_norm, "vector_norm": _linalg_norm}
+    math_ = {
+        name: getattr(math, name)
+        for name in (
+            "pi e inf nan sqrt exp log log2 log10 sin cos tan tanh atan atan2 floor ceil "
+            "fabs pow isclose isnan isinf factorial"
+        ).split()
+    }
+    return {
+        "torch": torch,
+        "torch.nn": nn,
+        "torch.nn.functional": functional_,
+        "torch.autograd": autograd,
+        "torch.autograd.functional": autograd_functional,
+        "torch.optim": optim_,
+        "torch.linalg": linalg,
+        "math": math_,
+    }
+
+
+def _linalg_norm(x: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,
+                 dtype: Any = None) -> Tensor:
+    return ops.norm(x, 2 if ord is None else ord, dim, keepdim)
+
