@@ -20,9 +20,9 @@ from typer.core import TyperGroup
 from adcli import __version__
 from adcli.options import RunOptions
 
-try:  # typer >= 0.20 carries its own copy of click
+try:  # recent typer (0.29 here) carries its own copy of click
     from typer._click.exceptions import ClickException
-except ImportError:  # pragma: no cover - older typer, built on click itself
+except ImportError:  # pragma: no cover - older typer (0.20 tested) is built on click
     from click.exceptions import ClickException
 
 PROG = "adcli"

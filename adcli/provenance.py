@@ -7,15 +7,22 @@ reads it. The autograd engine never looks at it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(slots=True)
 class Label:
-    """A tensor's name (`y`, or `y@2` when `y` was rebound), its expression and line."""
+    """A tensor's name (`y`, or `y@2` when `y` was rebound), its expression and line.
+
+    The same Label is also kept on the tensor's graph node, with the tensor's
+    values (`value`), so a report can still show an intermediate the script no
+    longer holds; it is freed with the graph.
+    """
 
     name: str | None
     expr: str
     line: int
+    value: Any = None
 
 
 def label_of(t: object) -> Label | None:

@@ -104,8 +104,24 @@ class Div(Function):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         ga = g / b if ctx.needs_input_grad[0] else None
-        gb = -g * a / (b * b) if a is not None else None
+        gb = -g * ((a / b) / b) if a is not None else None
         return ga, gb
+
+
+class DivScalar(Function):
+    """a / number, as PyTorch's C++ code calls it (`DivBackward1`; Python's `x / 2`
+    wraps the number in a tensor and is DivBackward0)"""
+
+    grad_fn_name = "DivBackward1"
+
+    def forward(ctx, a, other):
+        ctx.other = other
+        x = a.data_
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (x / np.asarray(other, x.dtype)).astype(x.dtype, copy=False)
+
+    def backward(ctx, g):
+        return (DivScalar.apply(g, other=ctx.other),)
 
 
 class Pow(Function):
@@ -139,12 +155,14 @@ class PowTensor(Function):
             return np.power(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
+        # PyTorch's pow_backward_self / pow_backward_exponent
         a, b = ctx.saved_tensors
-        ga = g * b * a ** (b - 1) if ctx.needs_input_grad[0] else None
-        gb = None
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = ops.where(b == 0, 0.0, g * (b * a ** (b - 1)))
         if ctx.needs_input_grad[1]:
             # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0
-            gb = ops.where((a == 0) & (b >= 0), 0.0, g * a**b * ops.log(a))
+            gb = g * ops.where((a == 0) & (b >= 0), 0.0, a**b * ops.log(a))
         return ga, gb
 
 
@@ -346,6 +364,11 @@ class Tan(Function):
         return (g * (r * r + 1),)
 
 
+def _zeros_like(t: Tensor) -> Tensor:
+    """A constant zero gradient (PyTorch's `zeros_like`: it flows, unlike None)."""
+    return Tensor._make(np.zeros(t.data_.shape, t.data_.dtype))
+
+
 class Tanh(Function):
     """tanh(a)"""
 
@@ -357,7 +380,24 @@ class Tanh(Function):
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
-        return (g * (1 - r * r),)
+        return (TanhBackward.apply(g, r),)
+
+
+class TanhBackward(Function):
+    """tanh's gradient g * (1 - r**2), a node of its own as in PyTorch"""
+
+    grad_fn_name = "TanhBackwardBackward0"
+
+    def forward(ctx, g, r):
+        ctx.save(g if ctx.needs_input_grad[1] else None, r)
+        rd = r.data_
+        return g.data_ * (1 - rd * rd)
+
+    def backward(ctx, gg):
+        g, r = ctx.saved_tensors
+        gg_g = TanhBackward.apply(gg, r) if ctx.needs_input_grad[0] else None
+        gg_r = gg * (r * -2 * g) if g is not None else None
+        return gg_g, gg_r
 
 
 class Sigmoid(Function):
@@ -373,7 +413,24 @@ class Sigmoid(Function):
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
-        return (g * (r * (1 - r)),)
+        return (SigmoidBackward.apply(g, r),)
+
+
+class SigmoidBackward(Function):
+    """sigmoid's gradient g * (1 - r) * r, a node of its own as in PyTorch"""
+
+    grad_fn_name = "SigmoidBackwardBackward0"
+
+    def forward(ctx, g, r):
+        ctx.save(g if ctx.needs_input_grad[1] else None, r)
+        rd = r.data_
+        return g.data_ * (1 - rd) * rd
+
+    def backward(ctx, gg):
+        g, r = ctx.saved_tensors
+        gg_g = SigmoidBackward.apply(gg, r) if ctx.needs_input_grad[0] else None
+        gg_r = gg * g * (r * -2 + 1) if g is not None else None
+        return gg_g, gg_r
 
 
 class Relu(Function):
@@ -387,7 +444,21 @@ class Relu(Function):
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
-        return (ops.where(r > 0, g, 0.0),)
+        return (ThresholdBackward.apply(g, r),)
+
+
+class ThresholdBackward(Function):
+    """relu's gradient: g where r > 0, else 0 (zero gradient for r itself)"""
+
+    grad_fn_name = "ThresholdBackwardBackward0"
+
+    def forward(ctx, g, r):
+        ctx.save(r)
+        return np.where(r.data_ > 0, g.data_, np.zeros((), g.data_.dtype))
+
+    def backward(ctx, gg):
+        (r,) = ctx.saved_tensors
+        return ThresholdBackward.apply(gg, r), _zeros_like(r)
 
 
 class LeakyRelu(Function):
@@ -403,7 +474,23 @@ class LeakyRelu(Function):
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return (ops.where(a > 0, g, g * ctx.slope),)
+        return (LeakyReluBackward.apply(g, a, slope=ctx.slope),)
+
+
+class LeakyReluBackward(Function):
+    """leaky_relu's gradient: g where a > 0, else slope * g"""
+
+    grad_fn_name = "LeakyReluBackwardBackward0"
+
+    def forward(ctx, g, a, slope):
+        ctx.slope = slope
+        ctx.save(a)
+        gd = g.data_
+        return np.where(a.data_ > 0, gd, gd * np.asarray(slope, gd.dtype))
+
+    def backward(ctx, gg):
+        (a,) = ctx.saved_tensors
+        return LeakyReluBackward.apply(gg, a, slope=ctx.slope), _zeros_like(a)
 
 
 class Softplus(Function):
@@ -422,8 +509,35 @@ class Softplus(Function):
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        bx = a * ctx.beta
-        return (ops.where(bx > ctx.threshold, g, g * ops.sigmoid(bx)),)
+        return (SoftplusBackward.apply(g, a, beta=ctx.beta, threshold=ctx.threshold),)
+
+
+class SoftplusBackward(Function):
+    """softplus's gradient: g * sigmoid(beta * a), g itself above the threshold"""
+
+    grad_fn_name = "SoftplusBackwardBackward0"
+
+    def forward(ctx, g, a, beta, threshold):
+        ctx.beta, ctx.threshold = beta, threshold
+        ctx.save(g if ctx.needs_input_grad[1] else None, a)
+        x, gd = a.data_, g.data_
+        bx = x * np.asarray(beta, x.dtype)
+        with np.errstate(over="ignore"):
+            z = np.exp(bx)
+            soft = (gd * z / (z + 1)).astype(gd.dtype)
+        return np.where(bx > threshold, gd, np.where(np.isinf(z), gd, soft))
+
+    def backward(ctx, gg):
+        g, a = ctx.saved_tensors
+        b, th = ctx.beta, ctx.threshold
+        gg_g = SoftplusBackward.apply(gg, a, beta=b, threshold=th) if ctx.needs_input_grad[0] \
+            else None
+        gg_a = None
+        if g is not None:
+            bx = a * b
+            s = ops.sigmoid(bx)
+            gg_a = ops.where(bx > th, 0.0, gg * g * (s * (1 - s)) * b)
+        return gg_g, gg_a
 
 
 class Clamp(Function):
@@ -449,6 +563,39 @@ class Clamp(Function):
         if ctx.hi is not None:
             keep = (a <= ctx.hi) if keep is None else keep & (a <= ctx.hi)
         return (g if keep is None else ops.where(keep, g, 0.0),)
+
+
+class ClampTensor(Function):
+    """clamp with tensor bounds (`clamp(x, min=t)`): the bounds get gradients too"""
+
+    grad_fn_name = "ClampBackward0"
+
+    def forward(ctx, a, lo, hi, dtype):
+        ctx.save(a, lo, hi)
+        x = _d(a, dtype)
+        if lo is not None:
+            x = np.maximum(x, _d(lo, dtype))
+        if hi is not None:
+            x = np.minimum(x, _d(hi, dtype))
+        return x
+
+    def backward(ctx, g):
+        # PyTorch's clamp_backward and clamp_backward_min_max
+        a, lo, hi = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        ga = glo = ghi = None
+        if need[0]:
+            keep = None if lo is None else a >= lo
+            if hi is not None:
+                keep = (a <= hi) if keep is None else keep & (a <= hi)
+            ga = ops.where(keep, g, 0.0)
+        if lo is not None and need[1]:
+            pick = a < lo if hi is None else (a < lo) & (lo < hi)
+            glo = ops.where(pick, g, 0.0)
+        if hi is not None and need[2]:
+            pick = a > hi if lo is None else (a > hi) | (hi < lo)
+            ghi = ops.where(pick, g, 0.0)
+        return ga, glo, ghi
 
 
 class _ZeroGrad(Function):
@@ -494,13 +641,23 @@ class Round(_ZeroGrad):
         return np.round(a.data_)
 
 
+class RoundDecimals(_ZeroGrad):
+    """round half to even at `decimals` digits"""
+
+    grad_fn_name = "RoundBackward1"
+
+    def forward(ctx, a, decimals):
+        return np.round(a.data_, decimals)
+
+
 class Clone(Function):
     """a copy"""
 
     grad_fn_name = "CloneBackward0"
 
-    def forward(ctx, a):
-        return a.data_.copy()
+    def forward(ctx, a, contiguous=False):
+        # clone() keeps the memory layout (preserve_format); contiguous() does not
+        return a.data_.copy(order="C" if contiguous else "K")
 
     def backward(ctx, g):
         return (g,)
@@ -594,12 +751,19 @@ class Prod(Function):
 
     def forward(ctx, a, dtype):
         ctx.save(a)
-        ctx.save_result_data = None
         return np.prod(a.data_, dtype=dtype)
 
     def backward(ctx, g):
+        # PyTorch's prod_backward: result / a without zeros, else the exact product of
+        # the others
         (a,) = ctx.saved_tensors
-        return (ops.expand(g, a.data_.shape) * ops.prod_others(a, None),)
+        x = a.data_
+        if x.ndim == 0:
+            return (g,)
+        if not np.any(x == 0):
+            return (g * (ops.prod(a) / a),)
+        flat = ops.reshape(a, (-1,))
+        return (ops.reshape(g * ops.prod_others(flat, 0), x.shape),)
 
 
 class ProdDim(Function):
@@ -614,47 +778,48 @@ class ProdDim(Function):
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        g = _unreduce(g, a.data_.shape, (ctx.dim,), ctx.keepdim)
-        return (ops.expand(g, a.data_.shape) * ops.prod_others(a, ctx.dim),)
+        x = a.data_
+        if x.ndim == 0:
+            return (g,)
+        g = _unreduce(g, x.shape, (ctx.dim,), ctx.keepdim)
+        if not np.any(x == 0):
+            return (g * (ops.prod(a, ctx.dim, keepdim=True) / a),)
+        return (g * ops.prod_others(a, ctx.dim),)
 
 
 class ProdOthers(Function):
-    """For each element, the product of the others along `dim` (all when None).
-    Exact with zeros, where result / a would divide by zero."""
+    """For each element, the product of the others along `dim`: exact with zeros,
+    where result / a would divide by zero (prod's gradient)."""
 
-    grad_fn_name = "ProdBackward0"
+    grad_fn_name = "ProdOthersBackward0"
 
     def forward(ctx, a, dim):
         ctx.dim = dim
         ctx.save(a)
-        x = a.data_
-        flat = x.reshape(-1) if dim is None else np.moveaxis(x, dim, -1)
-        n = flat.shape[-1]
-        ones = np.ones(flat.shape[:-1] + (1,), x.dtype)
-        left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1) if n else flat
-        right = np.cumprod(np.concatenate([ones, flat[..., ::-1][..., :-1]], -1), -1)[..., ::-1]
-        out = left * right if n else flat
-        return out.reshape(x.shape) if dim is None else np.moveaxis(out, -1, dim)
+        x = np.moveaxis(a.data_, dim, -1)
+        n = x.shape[-1]
+        if n == 0:
+            return a.data_.copy()
+        ones = np.ones(x.shape[:-1] + (1,), x.dtype)
+        left = np.cumprod(np.concatenate([ones, x[..., :-1]], -1), -1)
+        right = np.cumprod(np.concatenate([ones, x[..., ::-1][..., :-1]], -1), -1)[..., ::-1]
+        return np.moveaxis(left * right, -1, dim)
 
     def backward(ctx, g):
-        # d/da_j prod_{k != i} a_k = prod_{k != i, j} a_k; summed with g_i
+        # d/da_j sum_i g_i prod_{k != i} a_k = sum_{i != j} g_i prod_{k != i, j} a_k:
+        # row j of a matrix holding a with a_j replaced by 1, products of the others
+        # along the rows, the diagonal dropped, weighted by g (all differentiable).
         (a,) = ctx.saved_tensors
-        x = a.data_
-        dim = ctx.dim
-        flat = x.reshape(-1) if dim is None else np.moveaxis(x, dim, -1)
-        n = flat.shape[-1]
-        # second-order term built in NumPy: this row is only reached in double backward
-        pairs = np.ones(flat.shape + (n,), x.dtype)
-        for i in range(n):
-            for j in range(n):
-                if i != j:
-                    m = np.ones(n, bool)
-                    m[[i, j]] = False
-                    pairs[..., i, j] = np.prod(flat[..., m], -1)
-        gd = g.data_.reshape(-1) if dim is None else np.moveaxis(g.data_, dim, -1)
-        res = np.einsum("...i,...ij->...j", gd, pairs)
-        res = res.reshape(x.shape) if dim is None else np.moveaxis(res, -1, dim)
-        return (Tensor._make(res.astype(x.dtype)),)
+        d = ctx.dim
+        at = ops.transpose(a, d, -1)
+        gt = ops.transpose(g, d, -1)
+        n = at.data_.shape[-1]
+        shape = at.data_.shape + (n,)
+        eye = Tensor._make(np.eye(n, dtype=bool))
+        rows = ops.where(eye, 1.0, ops.expand(ops.unsqueeze(at, -2), shape))
+        others = ops.where(eye, 0.0, ops.prod_others(rows, rows.data_.ndim - 1))
+        res = ops.sum_dims(others * ops.unsqueeze(gt, -2), (len(shape) - 1,), False)
+        return (ops.transpose(res, d, -1),)
 
 
 class _EvenlyDistributed(Function):
@@ -792,15 +957,18 @@ class Norm(Function):
             return (a * 0,)
         if p == 1:
             return (ops.sign(a) * g,)
+        # PyTorch's linalg_vector_norm_backward (0 where the norm is 0)
         r = _unreduce(ops.norm(a, p, ctx.dims, ctx.keepdim), ctx.shape, dims, ctx.keepdim)
         if p == 2:
-            # 0 where the norm is 0 (PyTorch's subgradient)
-            return (ops.where(r == 0, 0.0, a * (g / r)),)
+            return (a * ops.where(r == 0, 0.0, g / r),)
         if p == float("inf"):
             mask = ops.to_dtype(ops.abs(a) == r, a.data_.dtype)
-            return (ops.sign(a) * mask * g / ops.sum_dims(mask, dims, True),)
-        scale = ops.abs(a) ** (p - 2) * a / r ** (p - 1)
-        return (ops.where(r == 0, 0.0, scale * g),)
+            return (ops.sign(a) * ((g / ops.sum_dims(mask, dims, True)) * mask),)
+        if p < 1:
+            scaled = ops.sign(a) * ops.where(a == 0, 0.0, ops.abs(a) ** (p - 1))
+            return (scaled * g * r ** (1 - p),)
+        scaled = ops.sign(a) * ops.abs(a) ** (p - 1) if p < 2 else a * ops.abs(a) ** (p - 2)
+        return (scaled * ops.where(r == 0, 0.0, g / r ** (p - 1)),)
 
 
 class Logsumexp(Function):
@@ -865,8 +1033,9 @@ class Std(Function):
         r = _unreduce(ops.std(a, ctx.dims, ctx.correction, ctx.keepdim), ctx.shape, ctx.dims,
                       ctx.keepdim)
         g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
+        grad_var = ops.where(r == 0, 0.0, g / (r * 2))
         centred = a - ops.mean_dims(a, ctx.dims, True)
-        return (g * centred / (r * (n - ctx.correction)),)
+        return (grad_var * (2.0 / (n - ctx.correction)) * centred,)
 
 
 class Cumsum(Function):
@@ -932,18 +1101,18 @@ class Dot(Function):
 
 
 class Bmm(Function):
-    """batched matrix product with broadcasting of batch dims (matmul of >2-d)"""
+    """batch of matrices @ batch of matrices (3-d, same batch size)"""
 
     grad_fn_name = "BmmBackward0"
 
     def forward(ctx, a, b, dtype):
-        ctx.save(a, b)
+        ctx.save(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
         return np.matmul(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        ga = ops.matmul(g, ops.transpose(b, -1, -2)) if ctx.needs_input_grad[0] else None
-        gb = ops.matmul(ops.transpose(a, -1, -2), g) if ctx.needs_input_grad[1] else None
+        b, a = ctx.saved_tensors
+        ga = ops.bmm(g, ops.transpose(b, 1, 2)) if b is not None else None
+        gb = ops.bmm(ops.transpose(a, 1, 2), g) if a is not None else None
         return ga, gb
 
 
@@ -981,9 +1150,27 @@ class View(Function):
 
 
 class UnsafeView(View):
-    """reshape of a non-contiguous tensor (a copy)"""
+    """`_unsafe_view`: a fresh result reshaped (reshape of a copy, matmul's output)"""
 
     grad_fn_name = "UnsafeViewBackward0"
+
+
+class ReshapeAlias(View):
+    """reshape of a non-contiguous tensor that is still a view"""
+
+    grad_fn_name = "ReshapeAliasBackward0"
+
+
+class Alias(Function):
+    """the same values as a new view (`x[...]`)"""
+
+    grad_fn_name = "AliasBackward0"
+
+    def forward(ctx, a):
+        return a.data_.view()
+
+    def backward(ctx, g):
+        return (g,)
 
 
 class Transpose(Function):
@@ -1053,6 +1240,27 @@ class SqueezeDim(Function):
         return (ops.unsqueeze(g, ctx.dim) if ctx.squeezed else g,)
 
 
+class SqueezeDims(Function):
+    """the listed size-1 dims removed (`squeeze((0, 2))`)"""
+
+    grad_fn_name = "SqueezeBackward2"
+
+    def forward(ctx, a, dims):
+        x = a.data_
+        ctx.shape = x.shape
+        drop = tuple(d for d in dims if x.ndim and x.shape[d] == 1)
+        return np.squeeze(x, drop) if drop else x.view()
+
+    def backward(ctx, g):
+        return (ops.reshape(g, ctx.shape),)
+
+
+class SqueezeDimInplace(SqueezeDim):
+    """`squeeze_(dim)`, as matmul applies it to a vector @ matrix product"""
+
+    grad_fn_name = "SqueezeBackward4"
+
+
 class Unsqueeze(Function):
     """a size-1 dim inserted"""
 
@@ -1115,25 +1323,6 @@ class Flip(Function):
         return (ops.flip(g, ctx.dims),)
 
 
-class SumTo(Function):
-    """gradient reduced over broadcast dims back to an input's shape"""
-
-    grad_fn_name = "SumBackward1"
-
-    def forward(ctx, g, shape):
-        ctx.shape = g.data_.shape
-        x = g.data_
-        lead = x.ndim - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1
-        )
-        out = np.sum(x, axis=axes, keepdims=True) if axes else x
-        return out.reshape(shape)
-
-    def backward(ctx, g):
-        return (ops.expand(g, ctx.shape),)
-
-
 class Cat(Function):
     """tensors joined along dim"""
 
@@ -1172,20 +1361,25 @@ class Split(Function):
     multi_output = True
 
     def forward(ctx, a, sizes, dim):
-        ctx.dim, ctx.shape = dim, a.data_.shape
+        ctx.dim, ctx.shape, ctx.sizes = dim, a.data_.shape, tuple(sizes)
         bounds = np.cumsum(sizes)[:-1]
         return tuple(np.split(a.data_, bounds, axis=dim))
 
     def backward(ctx, *grads):
         parts = []
-        for g, ref in zip(grads, ctx.outputs):
+        for g, n in zip(grads, ctx.sizes):
             if g is None:
-                out = ref()
                 shape = list(ctx.shape)
-                shape[ctx.dim] = out.data_.shape[ctx.dim] if out is not None else 0
+                shape[ctx.dim] = n
                 g = Tensor._make(np.zeros(shape, ctx.in_meta[0][1]))
             parts.append(g)
         return (ops.cat(parts, ctx.dim),)
+
+
+class SplitWithSizes(Split):
+    """a cut into pieces of the listed sizes along dim (several outputs)"""
+
+    grad_fn_name = "SplitWithSizesBackward0"
 
 
 class Unbind(Function):
@@ -1264,6 +1458,10 @@ class CopySlices(Function):
 
     grad_fn_name = "CopySlices"
 
+    def name(self) -> str:
+        """PyTorch's `name()` of this C++ node is namespaced (the repr is not)."""
+        return "torch::autograd::CopySlices"
+
     def forward(ctx, base, value, index, dtype):
         ctx.index = index
         out = base.data_.copy()
@@ -1312,15 +1510,28 @@ class ScatterAdd(Function):
 
 
 class MaskedFill(Function):
-    """a with `value` where mask is True"""
+    """a with a number where mask is True"""
 
     grad_fn_name = "MaskedFillBackward0"
 
     def forward(ctx, a, value, mask):
         ctx.mask = mask
         x = a.data_
-        v = value.data_.astype(x.dtype)
-        return np.where(np.broadcast_to(mask, np.broadcast_shapes(x.shape, mask.shape)), v, x)
+        return np.where(mask, np.asarray(value, x.dtype), x)
+
+    def backward(ctx, g):
+        return (ops.where(Tensor._make(ctx.mask), 0.0, g),)
+
+
+class MaskedFillTensor(Function):
+    """a with a 0-d tensor's value where mask is True (the value gets a gradient)"""
+
+    grad_fn_name = "MaskedFillBackward1"
+
+    def forward(ctx, a, value, mask):
+        ctx.mask = mask
+        x = a.data_
+        return np.where(mask, value.data_.astype(x.dtype), x)
 
     def backward(ctx, g):
         m = Tensor._make(ctx.mask)
@@ -1357,12 +1568,34 @@ class Softmax(Function):
         ctx.dim = dim
         ctx.save_output()
         x = ops.float_data(a)
-        e = np.exp(x - np.max(x, axis=dim, keepdims=True))
-        return (e / np.sum(e, axis=dim, keepdims=True)).astype(x.dtype)
+        e = np.exp(x - np.max(x, axis=dim, keepdims=True)) if x.size else x
+        return (e / np.sum(e, axis=dim, keepdims=True)).astype(x.dtype) if x.size else x.copy()
 
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return (y * (g - ops.sum_dims(g * y, (ctx.dim,), True)),)
+        return (SoftmaxBackwardData.apply(g, y, dim=ctx.dim),)
+
+
+class SoftmaxBackwardData(Function):
+    """softmax's gradient y * (g - sum(g * y)) along dim"""
+
+    grad_fn_name = "SoftmaxBackwardDataBackward0"
+
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save(g if ctx.needs_input_grad[1] else None, y)
+        gd, yd = g.data_, y.data_
+        return yd * (gd - np.sum(gd * yd, axis=dim, keepdims=True))
+
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        d = (ctx.dim,)
+        gg_g = SoftmaxBackwardData.apply(gg, y, dim=ctx.dim) if ctx.needs_input_grad[0] \
+            else None
+        gg_y = None
+        if g is not None:
+            gg_y = gg * g - gg * ops.sum_dims(g * y, d, True) - ops.sum_dims(gg * y, d, True) * g
+        return gg_g, gg_y
 
 
 class LogSoftmax(Function):
@@ -1374,12 +1607,33 @@ class LogSoftmax(Function):
         ctx.dim = dim
         ctx.save_output()
         x = ops.float_data(a)
+        if not x.size:
+            return x.copy()
         m = np.max(x, axis=dim, keepdims=True)
         return (x - m - np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True))).astype(x.dtype)
 
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        return (g - ops.exp(y) * ops.sum_dims(g, (ctx.dim,), True),)
+        return (LogSoftmaxBackwardData.apply(g, y, dim=ctx.dim),)
+
+
+class LogSoftmaxBackwardData(Function):
+    """log_softmax's gradient g - exp(y) * sum(g) along dim"""
+
+    grad_fn_name = "LogSoftmaxBackwardDataBackward0"
+
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save(g if ctx.needs_input_grad[1] else None, y)
+        gd = g.data_
+        return gd - np.exp(y.data_) * np.sum(gd, axis=dim, keepdims=True)
+
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        d = (ctx.dim,)
+        gg_g = gg - ops.sum_dims(gg * ops.exp(y), d, True) if ctx.needs_input_grad[0] else None
+        gg_y = -ops.sum_dims(g, d, True) * ops.exp(y) * gg if g is not None else None
+        return gg_g, gg_y
 
 
 def _reduce_loss(x: np.ndarray, reduction: str) -> np.ndarray:
@@ -1390,12 +1644,27 @@ def _reduce_loss(x: np.ndarray, reduction: str) -> np.ndarray:
     return x
 
 
-def _loss_grad_scale(g: Tensor, shape: tuple[int, ...], reduction: str) -> Tensor:
+def _loss_scale(g: np.ndarray, shape: tuple[int, ...], reduction: str) -> np.ndarray:
+    """The incoming loss gradient spread over the elements (divided by n for mean)."""
+    if reduction == "none":
+        return g
+    g = np.broadcast_to(g, shape)
+    if reduction == "mean":
+        return g / np.asarray(max(1, int(np.prod(shape))), g.dtype)
+    return g
+
+
+def _loss_scale_t(g: Tensor, shape: tuple[int, ...], reduction: str) -> Tensor:
     if reduction == "none":
         return g
     if reduction == "mean":
         return ops.expand(g, shape) / max(1, int(np.prod(shape)))
     return ops.expand(g, shape)
+
+
+def _loss_reduce_t(t: Tensor, reduction: str) -> Tensor:
+    """The gradient for the loss's own incoming gradient: summed unless reduction='none'."""
+    return t if reduction == "none" else ops.sum(t)
 
 
 class MseLoss(Function):
@@ -1412,10 +1681,35 @@ class MseLoss(Function):
 
     def backward(ctx, g):
         a, t = ctx.saved_tensors
-        gd = _loss_grad_scale(g, ctx.shape, ctx.reduction) * (a - t) * 2
-        return (gd if ctx.needs_input_grad[0] else None), (
-            -gd if ctx.needs_input_grad[1] else None
-        )
+        r = ctx.reduction
+        ga = MseLossBackward.apply(g, a, t, reduction=r) if ctx.needs_input_grad[0] else None
+        gt = MseLossBackward.apply(g, t, a, reduction=r) if ctx.needs_input_grad[1] else None
+        return ga, gt
+
+
+class MseLossBackward(Function):
+    """mse_loss's gradient 2 (a - t) g (divided by n for mean)"""
+
+    grad_fn_name = "MseLossBackwardBackward0"
+
+    def forward(ctx, g, a, t, reduction):
+        ctx.reduction = reduction
+        ctx.save(g, a, t)
+        d = a.data_ - t.data_
+        ctx.shape = d.shape
+        return (_loss_scale(g.data_, d.shape, reduction) * d * 2).astype(d.dtype, copy=False)
+
+    def backward(ctx, gg):
+        g, a, t = ctx.saved_tensors
+        r = ctx.reduction
+        gg_g = None
+        if ctx.needs_input_grad[0]:
+            gg_g = (a - t) * gg * 2
+            if r == "mean":
+                gg_g = gg_g / max(1, int(np.prod(ctx.shape)))
+            gg_g = _loss_reduce_t(gg_g, r)
+        scaled = _loss_scale_t(g, ctx.shape, r) * gg * 2
+        return gg_g, scaled, -scaled
 
 
 class BinaryCrossEntropy(Function):
@@ -1440,17 +1734,60 @@ class BinaryCrossEntropy(Function):
 
     def backward(ctx, g):
         p, t, w = ctx.saved_tensors
-        eps = 1e-12
-        gs = _loss_grad_scale(g, ctx.shape, ctx.reduction)
-        gp = gs * (p - t) / ops.clamp(p * (1 - p), eps, None)
-        if w is not None:
-            gp = gp * w
+        r = ctx.reduction
+        gp = BceBackward.apply(g, p, t, w, reduction=r) if ctx.needs_input_grad[0] else None
         gt = None
         if ctx.needs_input_grad[1]:
-            gt = gs * (ops.log(1 - p) - ops.log(p))
+            # -logit(p): log(1 - p) - log(p)
+            gt = _loss_scale_t(g, ctx.shape, r) * (ops.log(1 - p) - ops.log(p))
             if w is not None:
                 gt = gt * w
         return gp, gt, None
+
+
+_BCE_EPS = 1e-12
+
+
+class BceBackward(Function):
+    """binary_cross_entropy's gradient g (p - t) / max(p (1 - p), eps) (times weight)"""
+
+    grad_fn_name = "BinaryCrossEntropyBackwardBackward0"
+
+    def forward(ctx, g, p, t, w, reduction):
+        ctx.reduction = reduction
+        ctx.save(g, p, t, w)
+        pd, td = p.data_, t.data_
+        ctx.shape = np.broadcast_shapes(pd.shape, td.shape)
+        out = _loss_scale(g.data_, ctx.shape, reduction) * (pd - td) / np.maximum(
+            (1 - pd) * pd, _BCE_EPS
+        )
+        if w is not None:
+            out = out * w.data_
+        return out.astype(pd.dtype, copy=False)
+
+    def backward(ctx, gg):
+        g, p, t, w = ctx.saved_tensors
+        r = ctx.reduction
+        scale = _loss_scale_t(g, ctx.shape, r)
+        gg_g = gg_p = gg_t = None
+        if ctx.needs_input_grad[0]:
+            d = (p - t) / ops.clamp((1 - p) * p, _BCE_EPS) * gg
+            if w is not None:
+                d = d * w
+            if r == "mean":
+                d = d / max(1, int(np.prod(ctx.shape)))
+            gg_g = _loss_reduce_t(d, r)
+        if ctx.needs_input_grad[1]:
+            num = p * p - p * t * 2 + t
+            den = (p + _BCE_EPS) ** 2 * (1 - p + _BCE_EPS) ** 2
+            gg_p = num / den * (scale * gg)
+            if w is not None:
+                gg_p = gg_p * w
+        if ctx.needs_input_grad[2]:
+            gg_t = -(scale * gg) / ops.clamp((1 - p) * p, _BCE_EPS)
+            if w is not None:
+                gg_t = gg_t * w
+        return gg_g, gg_p, gg_t, None
 
 
 class NllLoss(Function):
@@ -1474,32 +1811,57 @@ class NllLoss(Function):
         wt = np.where(valid, w[safe], 0).astype(x.dtype)
         picked = np.take_along_axis(xx, np.expand_dims(safe, 1), 1).squeeze(1)
         losses = -picked * wt
-        ctx.reduction, ctx.safe, ctx.wt, ctx.batched = reduction, safe, wt, batched
-        ctx.shape = x.shape
-        ctx.total = wt.sum(dtype=x.dtype)
+        ctx.params = (target, reduction, ignore_index)
+        ctx.save(logp, weight)
         if reduction == "none":
             return losses if batched else losses[0]
         if reduction == "sum":
             return losses.sum(dtype=x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (losses.sum(dtype=x.dtype) / ctx.total).astype(x.dtype)
+            return (losses.sum(dtype=x.dtype) / wt.sum(dtype=x.dtype)).astype(x.dtype)
 
     def backward(ctx, g):
-        shape = ctx.shape if ctx.batched else (1,) + ctx.shape
-        coeff = -ctx.wt
-        if ctx.reduction == "mean":
-            coeff = coeff / ctx.total
-        if ctx.reduction == "none":
-            gl = ops.reshape(g, (shape[0],)) * Tensor._make(coeff.astype(ctx.wt.dtype))
-        else:
-            gl = ops.expand(ops.reshape(g, (1,)), (shape[0],)) * Tensor._make(
-                np.asarray(coeff, ctx.wt.dtype)
-            )
-        idx = np.expand_dims(ctx.safe, 1)
-        gx = ops.scatter_into(ops.unsqueeze(gl, 1), 1, idx, shape)
-        if not ctx.batched:
-            gx = ops.reshape(gx, ctx.shape)
+        logp, weight = ctx.saved_tensors
+        target, reduction, ignore_index = ctx.params
+        gx = NllLossBackward.apply(
+            g, logp, weight, target=target, reduction=reduction, ignore_index=ignore_index
+        )
         return gx, None
+
+
+class NllLossBackward(Function):
+    """nll_loss's gradient: -weight[target] * g at each target (divided by the total
+    weight for mean); linear in g, so its own gradient is nll_loss of the incoming one"""
+
+    grad_fn_name = "NllLossBackwardBackward0"
+
+    def forward(ctx, g, logp, weight, target, reduction, ignore_index):
+        ctx.params = (target, reduction, ignore_index)
+        ctx.save(logp, weight)
+        x = logp.data_
+        batched = x.ndim >= 2
+        tt = target.astype(np.int64) if batched else target.astype(np.int64)[None]
+        valid = tt != ignore_index
+        safe = np.where(valid, tt, 0)
+        n_cls = x.shape[1] if batched else x.shape[0]
+        w = weight.data_ if weight is not None else np.ones(n_cls, x.dtype)
+        wt = np.where(valid, w[safe], 0).astype(x.dtype)
+        coeff = -wt
+        if reduction == "mean":
+            coeff = coeff / wt.sum(dtype=x.dtype)
+        gd = g.data_.reshape(-1) if reduction == "none" else np.broadcast_to(g.data_, wt.shape)
+        out = np.zeros(x.shape if batched else (1,) + x.shape, x.dtype)
+        np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(gd * coeff, 1), 1)
+        return out if batched else out[0]
+
+    def backward(ctx, gg):
+        logp, weight = ctx.saved_tensors
+        target, reduction, ignore_index = ctx.params
+        gg_g = None
+        if ctx.needs_input_grad[0]:
+            gg_g = NllLoss.apply(gg, weight, target=target, reduction=reduction,
+                                 ignore_index=ignore_index)
+        return gg_g, _zeros_like(logp), None
 
 
 class ZeroFill(Function):
@@ -1542,6 +1904,10 @@ class CopyFrom(Function):
     """the value of `t.copy_(src)`"""
 
     grad_fn_name = "CopyBackwards"
+
+    def name(self) -> str:
+        """PyTorch's `name()` of this C++ node is namespaced (the repr is not)."""
+        return "torch::autograd::CopyBackwards"
 
     def forward(ctx, t, src):
         return np.broadcast_to(src.data_, t.data_.shape).astype(t.data_.dtype)

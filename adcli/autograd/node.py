@@ -97,6 +97,7 @@ class Node:
         "pre_hooks",
         "retained",
         "outputs",
+        "_label",  # opaque to the engine: a host's note of where the output came from
         "__weakref__",
     )
     __ad_attrs__ = frozenset({"next_functions", "name", "register_hook", "register_prehook"})
@@ -108,7 +109,7 @@ class Node:
         return self.grad_fn_name
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{self.grad_fn_name} object at {id(self):#x}>"
 
     def output_tensor(self, index: int = 0) -> Tensor | None:
         """The tensor this node produced, if it is still alive."""
@@ -170,6 +171,7 @@ class AccumulateGrad(Node):
         self.pre_hooks = None
         self.retained = None
         self.outputs = None
+        self._label = None
         self._variable = weakref.ref(variable)
 
     @property
@@ -264,10 +266,11 @@ class Function(Node):
                 return Tensor._make(data)
             return tuple(Tensor._make(d) for d in data)
         ctx.next_functions = tuple(_edge(t) for t in inputs)
-        ctx.in_meta = tuple(None if t is None else (t.data.shape, t.data.dtype) for t in inputs)
+        ctx.in_meta = tuple(None if t is None else (t.data_.shape, t.data_.dtype) for t in inputs)
         ctx.seq = next(_sequence)
         ctx.pre_hooks = None
         ctx.retained = None
+        ctx._label = None
         if not cls.multi_output:
             out = Tensor._make(data, True, ctx)
             ctx.outputs = weakref.ref(out)

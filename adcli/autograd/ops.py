@@ -72,7 +72,7 @@ def _broadcast_check(a: np.ndarray, b: np.ndarray) -> None:
             )
 
 
-def _binary(a: Any, b: Any) -> tuple[Tensor, Tensor, np.dtype]:
+def _binary(a: Any, b: Any, check: bool = True) -> tuple[Tensor, Tensor, np.dtype]:
     """Operands as tensors (numbers wrapped) and the promoted computation dtype."""
     if not isinstance(a, Tensor):
         _check_number(a, "input")
@@ -81,7 +81,8 @@ def _binary(a: Any, b: Any) -> tuple[Tensor, Tensor, np.dtype]:
     rt = dtypes.result_type(a, b)
     ta = a if isinstance(a, Tensor) else _scalar_tensor(a, rt)
     tb = b if isinstance(b, Tensor) else _scalar_tensor(b, rt)
-    _broadcast_check(ta.data_, tb.data_)
+    if check:
+        _broadcast_check(ta.data_, tb.data_)
     return ta, tb, rt.np
 
 
@@ -323,9 +324,12 @@ def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """a limited to [min, max] (either may be None)."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    lo = min.item() if isinstance(min, Tensor) else min
-    hi = max.item() if isinstance(max, Tensor) else max
-    return F.Clamp.apply(a, lo=lo, hi=hi)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = min if min is None or isinstance(min, Tensor) else _scalar_tensor(min, a.dtype)
+        hi = max if max is None or isinstance(max, Tensor) else _scalar_tensor(max, a.dtype)
+        dt = dtypes.result_type(*[x for x in (a, lo, hi) if x is not None]).np
+        return F.ClampTensor.apply(a, lo, hi, dtype=dt)
+    return F.Clamp.apply(a, lo=min, hi=max)
 
 
 clip = clamp
@@ -349,7 +353,7 @@ def ceil(a: Tensor) -> Tensor:
 def round(a: Tensor, decimals: int = 0) -> Tensor:
     """round half to even"""
     if decimals:
-        return Tensor._make(np.round(a.data_, decimals))
+        return F.RoundDecimals.apply(a, decimals=decimals)
     return F.Round.apply(a)
 
 
@@ -478,7 +482,11 @@ def where(cond: Any, a: Any = None, b: Any = None) -> Tensor:
     if a is None and b is None:
         return tuple(Tensor._make(i) for i in np.nonzero(_as_array(cond)))  # type: ignore
     c = _as_array(cond).astype(bool)
-    ta, tb, dt = _binary(a, b)
+    ta, tb, dt = _binary(a, b, check=False)
+    _broadcast_check(c, ta.data_)
+    both = np.broadcast_to(c[(0,) * c.ndim] if c.size else False,
+                           np.broadcast_shapes(c.shape, ta.data_.shape))
+    _broadcast_check(both, tb.data_)
     return F.Where.apply(ta, tb, cond=c, dtype=dt)
 
 
@@ -505,9 +513,21 @@ def sum_dims(a: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
 
 def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     """g summed over the dims a broadcast added, back to `shape`."""
-    if g.data_.shape == tuple(shape):
+    shape = tuple(shape)
+    x = g.data_
+    if x.shape == shape:
         return g
-    return F.SumTo.apply(g, shape=tuple(shape))
+    # PyTorch's at::sum_to: sum() to a 0-d shape; else sum(dims, keepdim=True) over the
+    # leading dims and the broadcast size-1 dims, then view() when dims were added
+    if not shape:
+        return F.Sum.apply(g, dtype=x.dtype)
+    lead = x.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        i for i in range(lead, x.ndim) if shape[i - lead] == 1 and x.shape[i] != 1
+    )
+    if dims:
+        g = F.SumDim.apply(g, dims=dims, keepdim=True, dtype=x.dtype)
+    return F.View.apply(g, shape=shape) if lead > 0 else g
 
 
 def mean(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
@@ -721,10 +741,60 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     return F.Dot.apply(a, b, dtype=_matmul_dtype(a, b, "dot"))
 
 
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """batch of matrices @ batch of matrices (both 3-d, same batch size)"""
+    if a.data_.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.data_.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    (n, _, k), (n2, k2, _) = a.data_.shape, b.data_.shape
+    if n2 != n or k2 != k:
+        raise RuntimeError(
+            "Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{n}, {k}] but got: [{n2}, {k2}]."
+        )
+    return F.Bmm.apply(a, b, dtype=_matmul_dtype(a, b, "bmm"))
+
+
+def _should_fold(a: Tensor, b: Tensor) -> bool:
+    """PyTorch's test for computing a matmul with mm/mv on a folded tensor (no bmm)."""
+    a_larger = a.data_.ndim >= b.data_.ndim
+    big = a.data_ if a_larger else np.swapaxes(b.data_, -1, -2)
+    small_dim = b.data_.ndim if a_larger else a.data_.ndim
+    if not (big.ndim >= 3 and small_dim <= 2):
+        return False
+    if (b if a_larger else a)._requires_grad:
+        return True
+    if a.data_.ndim == 2:
+        return False
+    if big.size == 0:
+        return True
+    st = _strides(big)
+    return _py.all(st[i] == st[i + 1] * big.shape[i + 1] for i in range(big.ndim - 2))
+
+
+def _broadcast_batch(sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
+    n = _py.max(len(sa), len(sb))
+    out = []
+    for i in range(n):
+        x = sa[i - n + len(sa)] if i - n + len(sa) >= 0 else 1
+        y = sb[i - n + len(sb)] if i - n + len(sb) >= 0 else 1
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                f"non-singleton dimension {i}"
+            )
+        out.append(y if x == 1 else x)
+    return tuple(out)
+
+
 def matmul(a: Any, b: Any) -> Tensor:
-    """Matrix product dispatched on dimensions as torch.matmul does."""
+    """Matrix product dispatched on dimensions with PyTorch's own steps (so the
+    grad_fns match: Dot, Mv, Mm, folded Mm/Mv + UnsafeView, or Bmm + UnsafeView)."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
-        raise TypeError("matmul(): argument 'other' must be Tensor")
+        raise TypeError(
+            f"matmul(): argument 'other' (position 2) must be Tensor, not {_type_name(b)}"
+        )
     da, db = a.data_.ndim, b.data_.ndim
     if da == 0 or db == 0:
         raise RuntimeError(
@@ -735,19 +805,52 @@ def matmul(a: Any, b: Any) -> Tensor:
     if da == 2 and db == 1:
         return mv(a, b)
     if da == 1 and db == 2:
-        return squeeze(mm(unsqueeze(a, 0), b), 0)
+        out = mm(unsqueeze(a, 0), b)
+        return _view_of(out, F.SqueezeDimInplace.apply(out, dim=0))
     if da == 2 and db == 2:
         return mm(a, b)
-    if a.data_.shape[-1] != b.data_.shape[-2 if db > 1 else -1]:
-        raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: "
-            f"{list(a.data_.shape[:-2])} but got: {list(b.data_.shape)}."
-        )
+    if da == 3 and db == 3 and a.data_.shape[0] != b.data_.shape[0]:
+        # a batch of one that requires grad is squeezed, then folded
+        if a.data_.shape[0] == 1 and a._requires_grad:
+            return matmul(squeeze(a, 0), b)
+        if b.data_.shape[0] == 1 and b._requires_grad:
+            return matmul(a, squeeze(b, 0))
+    if _should_fold(a, b):
+        transpose_ = db > da
+        t1 = transpose(b, -1, -2) if transpose_ else a
+        t2 = (t(a) if da == 2 else a) if transpose_ else b
+        out_shape = t1.data_.shape[:-1]
+        folded = reshape(t1, (math.prod(out_shape), t1.data_.shape[-1]))
+        if t2.data_.ndim == 2:
+            out = _unsafe_view(mm(folded, t2), out_shape + (t2.data_.shape[1],))
+            if transpose_:
+                return contiguous(transpose(out, -1, -2))
+            return out
+        return _unsafe_view(mv(folded, t2), out_shape)
+    sa, sb = a.data_.shape, b.data_.shape
+    n = sa[-2] if da > 1 else 1
+    m1 = sa[-1]
+    m2 = sb[-2] if db > 1 else sb[0]
+    p = sb[-1] if db > 1 else 1
+    batch = _broadcast_batch(sa[:-2] if da > 1 else (), sb[:-2] if db > 1 else ())
+    nb = math.prod(batch)
+    a3 = reshape(expand(a, batch + (n, m1)), (nb, n, m1))
     if db == 1:
-        return squeeze(F.Bmm.apply(a, unsqueeze(b, 1), dtype=_matmul_dtype(a, b, "mm")), -1)
-    if da == 1:
-        return squeeze(F.Bmm.apply(unsqueeze(a, 0), b, dtype=_matmul_dtype(a, b, "mm")), -2)
-    return F.Bmm.apply(a, b, dtype=_matmul_dtype(a, b, "mm"))
+        b3 = unsqueeze(reshape(expand(b, batch + (m2,)), (nb, m2)), 2)
+    else:
+        b3 = reshape(expand(b, batch + (m2, p)), (nb, m2, p))
+    out_shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
+    out = bmm(a3, b3)
+    if db == 1:
+        out = squeeze(out, -1)
+    return _unsafe_view(out, out_shape)
+
+
+def contiguous(a: Tensor) -> Tensor:
+    """a itself when contiguous, else a contiguous copy (CloneBackward0)."""
+    if _is_contiguous(a.data_):
+        return a
+    return F.Clone.apply(a, contiguous=True)
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
@@ -759,18 +862,44 @@ ger = outer
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weight.T + bias"""
-    if x.data_.ndim == 2 and bias is not None:
-        wt = t(weight)
-        if x.data_.shape[1] != wt.data_.shape[0]:
-            n, k = x.data_.shape
-            k2, m = wt.data_.shape
-            raise RuntimeError(
-                f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})"
-            )
-        return F.Addmm.apply(bias, x, wt, dtype=_matmul_dtype(x, weight, "mm"))
-    out = matmul(x, t(weight) if weight.data_.ndim == 2 else weight)
-    return add(out, bias) if bias is not None else out
+    """x @ weight.T + bias, with PyTorch's dispatch (addmm for 2-d input with a bias,
+    flattened addmm for other contiguous inputs with a 1-d bias, else matmul + add_)."""
+    dx, dw = x.data_.ndim, weight.data_.ndim
+    if dx == 0 or dw == 0:
+        raise RuntimeError(
+            f"both arguments to linear need to be at least 1D, but they are {dx}D and {dw}D"
+        )
+    if bias is not None and dx == 2:
+        return addmm(bias, x, t(weight))
+    if bias is not None and _is_contiguous(x.data_) and bias.data_.ndim == 1:
+        k = x.data_.shape[-1]
+        lead = x.data_.shape[:-1]
+        out = addmm(bias, reshape(x, (math.prod(lead), k)), t(weight))
+        return view(out, lead + (out.data_.shape[1],))
+    out = matmul(x, t(weight))
+    if bias is not None:
+        out.add_(bias)
+    return out
+
+
+def addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """bias + a @ b (bias broadcast to the product)"""
+    if a.data_.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix, got " + f"{a.data_.ndim}-D tensor")
+    if b.data_.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix, got " + f"{b.data_.ndim}-D tensor")
+    (n, k), (k2, m) = a.data_.shape, b.data_.shape
+    if k != k2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    try:
+        np.broadcast_shapes(bias.data_.shape, (n, m))
+    except ValueError:
+        raise RuntimeError(
+            f"The expanded size of the tensor ({m}) must match the existing size "
+            f"({bias.data_.shape[-1]}) at non-singleton dimension 1.  Target sizes: [{n}, {m}]."
+            f"  Tensor sizes: {list(bias.data_.shape)}"
+        ) from None
+    return F.Addmm.apply(bias, a, b, dtype=_matmul_dtype(a, b, "mm"))
 
 
 # ************************************************************ shapes
@@ -789,12 +918,58 @@ def _resolve_shape(shape: tuple[int, ...], n: int) -> tuple[int, ...]:
     return shape
 
 
+def _strides(a: np.ndarray) -> tuple[int, ...]:
+    """Strides in elements (what PyTorch calls strides)."""
+    size = a.itemsize
+    return tuple(st // size for st in a.strides)
+
+
+def _view_strides(old: tuple[int, ...], strides: tuple[int, ...],
+                  new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides `new` would have as a view of a tensor with shape `old` and these
+    strides, or None when no view is possible (PyTorch's computeStride)."""
+    if not old:
+        return (1,) * len(new)
+    numel = math.prod(old)
+    if numel == 0 and old == new:
+        return strides
+    out = [0] * len(new)
+    if numel == 0:
+        for d in range(len(new) - 1, -1, -1):
+            out[d] = 1 if d == len(new) - 1 else _py.max(new[d + 1], 1) * out[d + 1]
+        return tuple(out)
+    view_d = len(new) - 1
+    base = strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(old) - 1, -1, -1):
+        tensor_numel *= old[d]
+        if d == 0 or (old[d - 1] != 1 and strides[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new[view_d] == 1):
+                out[view_d] = view_numel * base
+                view_numel *= new[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                base = strides[d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(out)
+
+
+def _is_contiguous(a: np.ndarray) -> bool:
+    """PyTorch's is_contiguous (size-1 dims and empty tensors do not count)."""
+    return bool(a.flags.c_contiguous)
+
+
 def view(a: Tensor, *shape: Any) -> Tensor:
-    """Same data, another shape (contiguous tensors only)."""
+    """Same data, another shape (when the strides allow it)."""
     if len(shape) == 1 and isinstance(shape[0], DType):
         raise TypeError("view(dtype) is not supported")
-    s = _resolve_shape(_shape_arg(shape), a.data_.size)
-    if not a.data_.flags.c_contiguous and a.data_.size > 1:
+    x = a.data_
+    s = _resolve_shape(_shape_arg(shape), x.size)
+    if _view_strides(x.shape, _strides(x), s) is None:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "
             "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
@@ -803,19 +978,21 @@ def view(a: Tensor, *shape: Any) -> Tensor:
 
 
 def reshape(a: Tensor, *shape: Any) -> Tensor:
-    """Another shape (a view when contiguous, else a copy)."""
-    s = _resolve_shape(_shape_arg(shape), a.data_.size)
-    if s == a.data_.shape:
-        return _alias(a)
-    if a.data_.flags.c_contiguous or a.data_.size <= 1:
+    """Another shape: a view (ViewBackward0, or ReshapeAliasBackward0 when the input is
+    not contiguous) when the strides allow it, else a contiguous copy (CloneBackward0)
+    viewed (UnsafeViewBackward0), as PyTorch does."""
+    x = a.data_
+    s = _resolve_shape(_shape_arg(shape), x.size)
+    if _is_contiguous(x):
         return _view_of(a, F.View.apply(a, shape=s))
-    return F.UnsafeView.apply(a, shape=s)
+    if _view_strides(x.shape, _strides(x), s) is not None:
+        return _view_of(a, F.ReshapeAlias.apply(a, shape=s))
+    return F.UnsafeView.apply(clone(a), shape=s)
 
 
-def _alias(a: Tensor) -> Tensor:
-    """reshape/flatten to the same shape returns a view with a node of its own in torch;
-    keeping the tensor itself is what users see for 1-d flatten, so do that."""
-    return a
+def _unsafe_view(a: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """`_unsafe_view`: reshape a fresh result without making it a view."""
+    return F.UnsafeView.apply(a, shape=tuple(shape))
 
 
 def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -824,7 +1001,9 @@ def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if nd == 0:
         return reshape(a, (1,))
     s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
-    if s >= e:
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
         return a
     shape = a.data_.shape[:s] + (math.prod(a.data_.shape[s : e + 1]),) + a.data_.shape[e + 1 :]
     return reshape(a, shape)
@@ -871,9 +1050,13 @@ def permute(a: Tensor, *dims: Any) -> Tensor:
 
 
 def squeeze(a: Tensor, dim: Any = None) -> Tensor:
-    """Size-1 dims removed (all, or the given one)."""
+    """Size-1 dims removed (all, the given one, or the given ones)."""
     if dim is None:
         return _view_of(a, F.Squeeze.apply(a))
+    if isinstance(dim, (list, tuple)):
+        nd = a.data_.ndim
+        dims = tuple(sorted({_norm_dim(int(d), nd) for d in dim}))
+        return _view_of(a, F.SqueezeDims.apply(a, dims=dims))
     return _view_of(a, F.SqueezeDim.apply(a, dim=_norm_dim(dim, a.data_.ndim)))
 
 
@@ -1007,6 +1190,7 @@ def split(a: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                 f"size at dimension {d}), but got split_sizes={sizes}"
             )
+        return F.SplitWithSizes.apply(a, sizes=sizes, dim=d)
     return F.Split.apply(a, sizes=sizes, dim=d)
 
 
@@ -1032,14 +1216,17 @@ def narrow(a: Tensor, dim: int, start: int, length: int) -> Tensor:
     return _view_of(a, F.Slice.apply(a, index=tuple(idx)))
 
 
-def select(a: Tensor, dim: int, index: int) -> Tensor:
+def select(a: Tensor, dim: int, index: int, _subscript: bool = False) -> Tensor:
     """a[..., index, ...] along dim."""
     nd = a.data_.ndim
     d = _norm_dim(dim, nd)
     size = a.data_.shape[d]
     if not -size <= index < size:
+        if _subscript:
+            raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
         raise IndexError(
-            f"index {index} is out of bounds for dimension {d} with size {size}"
+            f"select(): index {index} out of range for tensor of size "
+            f"{list(a.data_.shape)} at dimension {d}"
         )
     idx: list[Any] = [slice(None)] * nd
     idx[d] = index % size
@@ -1050,8 +1237,8 @@ def select(a: Tensor, dim: int, index: int) -> Tensor:
 
 def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
     """Values picked along dim by an int64 index tensor."""
-    if index.data_.dtype != np.int64:
-        raise RuntimeError("gather(): Expected dtype int64 for index")
+    if index.data_.dtype not in (np.int64, np.int32):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     d = _norm_dim(dim, a.data_.ndim)
     return F.Gather.apply(a, dim=d, index=index.data_)
 
@@ -1066,16 +1253,39 @@ def embed(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
     return F.Embed.apply(g, index=index, shape=shape)
 
 
+# C++ type names PyTorch prints in some messages
+_CPP_TYPE_NAMES = {
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+}
+
+
 def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     """a with `value` where mask is True."""
     m = _as_array(mask)
     if m.dtype != np.bool_:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{dtypes.of_array(m).name}"
+            f"{_CPP_TYPE_NAMES.get(dtypes.of_array(m).name, dtypes.of_array(m).name)}"
         )
-    v = value if isinstance(value, Tensor) else _scalar_tensor(value, a.dtype)
-    return F.MaskedFill.apply(a, v, mask=m)
+    shape = np.broadcast_shapes(a.data_.shape, m.shape)
+    if shape != a.data_.shape:
+        m = np.broadcast_to(m, shape)
+    if isinstance(value, Tensor):
+        if value.data_.ndim:
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                f"with {value.data_.ndim} dimension(s)."
+            )
+        return F.MaskedFillTensor.apply(a, value, mask=m)
+    _check_number(value, "value")
+    return F.MaskedFill.apply(a, mask=m, value=value)
 
 
 # ************************************************************ indexing
@@ -1131,7 +1341,9 @@ def getitem(a: Tensor, index: Any) -> Tensor:
     slice, UnsqueezeBackward0 per None, IndexBackward0 for array/mask indices."""
     parts = _convert_index(index)
     if not _py.all(_is_basic(p) for p in parts):
-        return F.Index.apply(a, index=_fancy_index(a, parts))
+        return _advanced_getitem(a, parts)
+    if parts == (Ellipsis,):
+        return _view_of(a, F.Alias.apply(a))
     nd = a.data_.ndim
     n_real = _py.sum(1 for p in parts if p is not None and p is not Ellipsis)
     if n_real > nd:
@@ -1162,7 +1374,7 @@ def getitem(a: Tensor, index: Any) -> Tensor:
                 del size
             dim += 1
         else:
-            out = select(out, dim, int(p))
+            out = select(out, dim, int(p), _subscript=True)
             applied = True
     if not applied:
         # `x[:]` still makes a new view node
@@ -1176,6 +1388,28 @@ def getitem(a: Tensor, index: Any) -> Tensor:
     return out
 
 
+
+
+def _advanced_getitem(a: Tensor, parts: tuple[Any, ...]) -> Tensor:
+    """Array/mask indexing as PyTorch does it: integers, slices and None first (as
+    views: Select, Slice, Unsqueeze), then one IndexBackward0 with the arrays."""
+    basic: list[Any] = []
+    adv: list[Any] = []
+    for p in parts:
+        if _is_basic(p):
+            basic.append(p)
+            if p is Ellipsis:
+                adv.append(Ellipsis)
+            elif not isinstance(p, (int, np.integer)):
+                adv.append(slice(None))
+        else:
+            basic.append(Ellipsis if p is Ellipsis else slice(None))
+            adv.append(p)
+            if isinstance(p, np.ndarray) and p.dtype == np.bool_ and p.ndim > 1:
+                basic.extend([slice(None)] * (p.ndim - 1))
+    trivial = _py.all(p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in basic)
+    out = a if trivial else getitem(a, tuple(basic))
+    return F.Index.apply(out, index=_fancy_index(out, tuple(adv)))
 
 
 def _view_with_index(base: Tensor, out: Tensor, idx: tuple[Any, ...]) -> Tensor:
@@ -1331,9 +1565,9 @@ def nll_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """Negative log-likelihood of class indices."""
-    if target.data_.dtype.kind not in "iu":
+    if target.data_.dtype not in (np.int64, np.uint8):
         raise RuntimeError(
-            "expected scalar type Long but found "
+            "expected target dtype to be Long or Byte, but got "
             + target.dtype.legacy.replace("Tensor", "")
         )
     if input.data_.ndim >= 2 and input.data_.shape[0] != target.data_.shape[0]:
@@ -1362,9 +1596,25 @@ def cross_entropy(
     dim = 1 if input.data_.ndim >= 2 else 0
     logp = log_softmax(input, dim)
     if target.data_.dtype.kind == "f":
-        loss = neg(sum_dims(mul(logp, target), (dim,), False))
+        # class probabilities: PyTorch's cross_entropy_loss_prob_target
         r = _reduction(reduction)
-        return mean(loss) if r == "mean" else sum(loss) if r == "sum" else loss
+        if input.data_.shape != target.data_.shape:
+            raise RuntimeError(
+                "Expected target size " + str(list(input.data_.shape)) + ", got "
+                + str(list(target.data_.shape))
+            )
+        prod_ = mul(logp, target)
+        if weight is not None:
+            wshape = [1] * input.data_.ndim
+            wshape[dim] = weight.data_.shape[0]
+            prod_ = mul(prod_, view(weight, tuple(wshape)))
+        if r == "none":
+            return neg(sum_dims(prod_, (dim,), False))
+        total = neg(sum(prod_))
+        if r == "sum":
+            return total
+        n = input.data_.size // input.data_.shape[dim] if input.data_.size else 0
+        return F.DivScalar.apply(total, other=n)
     return nll_loss(logp, target, weight, ignore_index, reduction)
 
 
@@ -1610,7 +1860,7 @@ TENSOR_METHODS = (
     "reshape flatten ravel transpose swapaxes t permute squeeze unsqueeze expand expand_as "
     "repeat flip split chunk unbind narrow select gather masked_fill softmax log_softmax "
     "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
-    "logical_not"
+    "logical_not bmm addmm"
 ).split()
 
 
@@ -1636,7 +1886,7 @@ def _reshape_as(a: Tensor, other: Tensor) -> Tensor:
 
 
 def _masked_fill_(a: Tensor, mask: Tensor, value: Any) -> Tensor:
-    return a._inplace(lambda t: masked_fill(t, mask, value))
+    return a._inplace(lambda t, v: masked_fill(t, mask, v), value)
 
 
 def _inplace_unary(fn: Any) -> Any:
@@ -1667,7 +1917,7 @@ EXTRA_METHODS: dict[str, Any] = {
     "sqrt_": _inplace_unary(sqrt),
     "log_": _inplace_unary(log),
     "cpu": lambda a: a,
-    "contiguous": lambda a: a if a.data_.flags.c_contiguous else clone(a),
+    "contiguous": contiguous,
     "is_contiguous": lambda a: bool(a.data_.flags.c_contiguous),
     "is_floating_point": lambda a: a.data_.dtype.kind == "f",
 }

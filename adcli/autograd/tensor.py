@@ -352,7 +352,7 @@ class Tensor:
         return format_tensor(
             self.data_,
             self.dtype.name,
-            grad_fn=self.grad_fn.name() if self.grad_fn is not None else None,
+            grad_fn=self.grad_fn.grad_fn_name if self.grad_fn is not None else None,
             requires_grad=self._requires_grad,
         )
 
@@ -388,8 +388,10 @@ class Tensor:
             return self
         if self._base is not None and self._base._view_index is None and self._view_index is not None:
             return _inplace_on_view(self, fn, args, kwargs)
+        # the pre-update value is a copy: its own version counter, so the op's saved
+        # `self` (the original value, as PyTorch keeps it) is not invalidated below
         snapshot = Tensor._make(
-            self.data_.copy(), self._requires_grad, self.grad_fn, self._vc, self._output_nr
+            self.data_.copy(), self._requires_grad, self.grad_fn, [self._vc[0]], self._output_nr
         )
         snapshot._acc = self._acc
         result = fn(snapshot, *args, **kwargs)
@@ -598,7 +600,7 @@ def _inplace_on_view(view: Tensor, fn: Callable[..., Tensor], args: Any, kwargs:
     CopySlices, then re-derive the view from it (as PyTorch does)."""
     base = view._base
     snapshot = Tensor._make(
-        view.data_.copy(), view._requires_grad, view.grad_fn, view._vc, view._output_nr
+        view.data_.copy(), view._requires_grad, view.grad_fn, [view._vc[0]], view._output_nr
     )
     result = fn(snapshot, *args, **kwargs)
     ops.setitem(base, view._view_index, result)
@@ -627,3 +629,9 @@ def _norm_dim(dim: int, ndim: int) -> int:
 
 
 from . import ops  # noqa: E402  (ops needs Tensor defined first)
+
+# What scripts may read and assign on a tensor (the sandbox refuses everything else).
+Tensor.__ad_attrs__ = frozenset(
+    n for n in dir(Tensor) if not n.startswith("_") and n != "data_"
+)
+Tensor.__ad_settable__ = frozenset({"grad", "requires_grad", "data"})

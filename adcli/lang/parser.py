@@ -9,6 +9,7 @@ indentation mistakes with exact positions (Lark's `DedentError` has none).
 from __future__ import annotations
 
 import importlib.resources
+import keyword
 import re
 from pathlib import Path
 from typing import Callable, Iterator
@@ -98,6 +99,9 @@ class AdIndenter(PostLex):
 
     def __init__(self) -> None:
         self.state = _State()
+        self.text = ""
+        # keyword -> terminal name ("if" -> "IF"), filled in by get_lark().
+        self.keyword_types: dict[str, str] = {}
 
     def process(self, stream: Iterator[Token]) -> Iterator[Token]:
         """Filter Lark's token stream (called by Lark for each parse)."""
@@ -108,6 +112,21 @@ class AdIndenter(PostLex):
         last = None
         for tok in stream:
             typ = tok.type
+            if typ == "NAME" and tok in _KEYWORDS:
+                # The contextual lexer reads a keyword as a NAME where the
+                # keyword cannot occur; make it the keyword again so that
+                # "x = if" or "else = 1" are errors, as in Python.
+                kw = str(tok)
+                if kw not in self.keyword_types:
+                    raise _Located(
+                        f"'{kw}' is not supported in adcli scripts",
+                        tok.line,
+                        tok.column,
+                        tok.end_column,
+                        "SyntaxError",
+                    )
+                tok = Token.new_borrow_pos(self.keyword_types[kw], kw, tok)
+                typ = tok.type
             if typ == "_NEWLINE":
                 if st.parens:
                     continue
@@ -138,9 +157,7 @@ class AdIndenter(PostLex):
             last = tok
             yield tok
         if st.block_header is not None and last is not None:
-            # End of input right after "if x:": point just past the colon.
-            colon = st.history[0] if len(st.history) == 2 else last
-            raise self._no_block(st, colon.end_line, colon.end_column)
+            raise self._no_block(st, last.end_line + 1, 1)
         while len(st.levels) > 1:
             st.levels.pop()
             yield Token.new_borrow_pos("_DEDENT", "", last) if last else Token("_DEDENT", "")
@@ -185,11 +202,15 @@ class AdIndenter(PostLex):
                 "IndentationError",
             )
 
-    @staticmethod
-    def _no_block(st: _State, line: int, column: int) -> _Located:
+    def _no_block(self, st: _State, line: int, column: int) -> _Located:
         header = st.block_header
         assert header is not None
         what = _BLOCK_WORDS[str(header)]
+        lines = self.text.split("\n")
+        if line > len(lines) or not lines[line - 1].strip():
+            # Nothing follows the header: point just past its colon.
+            colon = st.history[0] if len(st.history) == 2 else header
+            line, column = colon.end_line, colon.end_column
         return _Located(
             f"expected an indented block after {what} on line {header.line}",
             line,
@@ -198,6 +219,9 @@ class AdIndenter(PostLex):
             "IndentationError",
         )
 
+
+# Python keywords; those the grammar lacks (class, yield, ...) are refused.
+_KEYWORDS = frozenset(keyword.kwlist)
 
 _lark: Lark | None = None
 _indenter: AdIndenter | None = None
@@ -228,6 +252,10 @@ def get_lark() -> tuple[Lark, AdIndenter]:
             maybe_placeholders=True,
             start=["start", "eval_input"],
         )
+        for term in _lark.terminals:
+            value = getattr(term.pattern, "value", None)
+            if term.pattern.type == "str" and value in _KEYWORDS:
+                indenter.keyword_types[value] = term.name
         _indenter = indenter
     return _lark, _indenter
 
@@ -364,6 +392,7 @@ def _raise_syntax(
 
 def _run_lark(text: str, start: str, source: Source, pos: Pos, prefix: str = "") -> object:
     lark, indenter = get_lark()
+    indenter.text = text
     try:
         return lark.parse(text, start=start)
     except _Located as exc:

@@ -1,0 +1,124 @@
+"""What the host (the torch-like library and the CLI) gives the evaluator.
+
+The evaluator is generic: it knows nothing about tensors. A host supplies
+names (`Host.globals`), module lookup (`Host.import_module`), optional hooks,
+and `Limits`. Host classes opt in to script access with three class
+attributes (everything else is refused by the sandbox):
+
+- ``__ad_attrs__``: frozenset of attribute names scripts may read
+  (methods included: ``frozenset({"grad", "backward", "shape", ...})``);
+- ``__ad_settable__``: frozenset of attribute names scripts may assign;
+- ``__ad_context__ = True``: instances may be used in ``with``.
+
+Modules are `Namespace` objects: read-only name -> value tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Callable, Iterator, Mapping
+
+from adcli.source import Span
+
+__all__ = ["Host", "Limits", "Namespace", "namespace_importer"]
+
+
+class Namespace:
+    """A read-only module-like object: ``torch``, ``torch.nn.functional``...
+
+    Scripts read its members as attributes (``F.relu``); nothing can be
+    assigned. Python code may also use ``ns.member``, ``ns.__ad_members__``
+    (a read-only mapping) and ``ns.__ad_name__``.
+    """
+
+    __slots__ = ("__ad_name__", "__ad_members__")
+
+    def __init__(self, name: str, members: Mapping[str, object]) -> None:
+        object.__setattr__(self, "__ad_name__", name)
+        object.__setattr__(self, "__ad_members__", MappingProxyType(dict(members)))
+
+    def __getattr__(self, name: str) -> object:
+        try:
+            return self.__ad_members__[name]
+        except KeyError:
+            raise AttributeError(f"module '{self.__ad_name__}' has no attribute '{name}'") from None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to attribute '{name}' of module '{self.__ad_name__}'")
+
+    def __dir__(self) -> list[str]:
+        return sorted(self.__ad_members__)
+
+    def __iter__(self) -> Iterator[str]:
+        raise TypeError("'module' object is not iterable")
+
+    def __repr__(self) -> str:
+        return f"<module '{self.__ad_name__}'>"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one interpreter.
+
+    max_steps: statements plus loop iterations (per `Interpreter.run`).
+    max_depth: nested calls of script functions.
+    max_sequence: longest list/tuple/str/dict a script may build by
+        repetition, concatenation, list(...), str.join, formatting...
+    max_int_bits: largest int a script may compute with ``*`` or ``**``.
+    max_format_width: largest width/precision in a format spec.
+    """
+
+    max_steps: int = 10_000_000
+    max_depth: int = 200
+    max_sequence: int = 10_000_000
+    max_int_bits: int = 100_000
+    max_format_width: int = 10_000
+
+
+ImportModule = Callable[[str], object]
+
+
+@dataclass
+class Host:
+    """Everything the evaluator needs from its host.
+
+    globals: the builtins layer: names every script sees without import
+        (torch functions, ``print``, ``torch`` itself...). They are layered
+        over adcli.lang.pybuiltins (unless `default_builtins` is False), and
+        script assignments shadow them, as Python's builtins.
+    import_module: called with the dotted name for ``import X`` / ``from X
+        import a``; returns the module (normally a `Namespace`), and raises
+        ImportError/ModuleNotFoundError (or returns None) for unknown ones.
+        When None, modules are found among the `Namespace` values of
+        `globals` (``import torch.nn`` walks ``torch`` -> ``nn``).
+    on_assign(name, value, span): after each binding of a variable name
+        (assignment, augmented assignment, for target, import, def, with/as,
+        except/as); span is the binding statement's (the target's for loops).
+    on_value(value, span): with the result of every call, binary, unary,
+        comparison and subscript expression, and the expression's span.
+    on_statement(span): before each statement runs (the header line for
+        compound statements).
+    on_display(value): in interactive runs, each top-level expression
+        statement's value that is not None (the REPL echo).
+    """
+
+    globals: Mapping[str, object] = field(default_factory=dict)
+    import_module: ImportModule | None = None
+    on_assign: Callable[[str, object, Span], None] | None = None
+    on_value: Callable[[object, Span], None] | None = None
+    on_statement: Callable[[Span], None] | None = None
+    on_display: Callable[[object], None] | None = None
+    default_builtins: bool = True
+
+
+def namespace_importer(modules: Mapping[str, object]) -> ImportModule:
+    """An `import_module` that serves a fixed table {dotted name: module}."""
+
+    def import_module(dotted: str) -> object:
+        try:
+            return modules[dotted]
+        except KeyError:
+            raise ModuleNotFoundError(f"No module named '{dotted}'") from None
+
+    return import_module

@@ -1,0 +1,294 @@
+"""Draw a `Report` with rich: a header line, the node table, notes, second derivatives.
+
+User text (names, expressions, values) always goes in as `rich.text.Text`, never
+as markup, so `[x]` or `:warning:` in a script prints as written. Without colour
+(a pipe, a file, NO_COLOR) the output is plain and deterministic: golden text.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO, Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .report import Block, Fold, Report, Row, format_shape, format_value, inline_value
+
+#: Width when the output is not a terminal (pipes, files, golden tests).
+PIPE_WIDTH = 100
+
+_LEAF = "bold cyan"
+_OP = "bold magenta"
+_DIM = "dim"
+_NOTE = "yellow"
+_HEADER = "bold"
+
+
+def make_console(file: IO[str], *, width: int | None = None, color: bool | None = None) -> Console:
+    """A console for reports on `file`.
+
+    `color` None means: colour only when `file` is a terminal and the `NO_COLOR`
+    environment variable is empty or unset. `width` None means: the terminal's
+    width on a terminal, else a fixed 100 columns (rich would otherwise take the
+    width of whatever terminal stdin or stderr is attached to).
+    """
+    tty = _isatty(file)
+    if color is None:
+        color = tty and not os.environ.get("NO_COLOR", "")
+    if width is None and not tty:
+        width = PIPE_WIDTH
+    common = dict(
+        file=file,
+        width=width,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        legacy_windows=False,
+        soft_wrap=False,
+    )
+    if color:
+        return Console(
+            force_terminal=True,
+            color_system="auto" if tty else "standard",
+            no_color=False,
+            **common,
+        )
+    return Console(force_terminal=False, color_system=None, no_color=True, **common)
+
+
+def _isatty(file: IO[str]) -> bool:
+    try:
+        return bool(file.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+# ------------------------------------------------------------------ the report
+
+
+def render_report(report: Report, console: Console) -> None:
+    """Print the report: header, node table, notes and (create_graph) second derivatives.
+
+    Lines carry no trailing spaces (rich pads table cells), so that the text
+    compares cleanly as golden output.
+    """
+    with console.capture() as capture:
+        for part in report_renderables(report, console.width):
+            console.print(part)
+        console.print()
+    text = capture.get()
+    console.file.write("\n".join(line.rstrip() for line in text.split("\n")))
+    console.file.flush()
+
+
+def report_to_text(report: Report, *, width: int = PIPE_WIDTH) -> str:
+    """The plain text of the report, as printed into a pipe."""
+    import io
+
+    buf = io.StringIO()
+    render_report(report, make_console(buf, width=width, color=False))
+    return buf.getvalue()
+
+
+def report_renderables(report: Report, width: int) -> list[Any]:
+    """The parts of the report, in order, for a console `width` columns wide."""
+    parts: list[Any] = [_header(report)]
+    parts += node_tables(report, width)
+    legend = _legend(report)
+    if legend is not None:
+        parts.append(legend)
+    if report.notes:
+        parts.append(_notes(report.notes))
+    if report.second_order is not None:
+        parts.append(Text(f"second derivatives of {report.second_order.root}", style=_HEADER))
+        parts.append(second_order_table(report))
+    return parts
+
+
+def _header(report: Report) -> Text:
+    text = Text()
+    text.append(report.call, style=_HEADER)
+    if report.line is not None:
+        text.append(f" at line {report.line}")
+    if report.options:
+        text.append("  ")
+        text.append(", ".join(report.options), style=_DIM)
+    if report.kind == "show":
+        text.append(f"  ({report.node_count} nodes)" if report.node_count != 1 else "  (1 node)")
+    return text
+
+
+def _cell(s: str | None, style: str = "") -> Text:
+    return Text("" if s is None else s, style=style)
+
+
+def _grad_cell(row: Row, full: bool) -> Text:
+    if row.grad is not None:
+        return Text(format_value(row.grad, row.dtype, full=full))
+    return Text("None", style=_DIM if row.grad_reason else "")
+
+
+_GRAPH_COLUMNS = ("name", "expression", "shape", "dtype", "requires_grad", "is_leaf", "grad_fn")
+_VALUE_COLUMNS = ("value", "flowed grad", ".grad")
+_NARROW = {"shape", "dtype", "requires_grad", "is_leaf", "grad_fn"}
+#: The one-table layout is used when it fits with names and expressions wrapped
+#: at these widths (rich then shares out whatever room there is).
+_WRAP_AT = {"name": 14, "expression": 20}
+
+
+def node_tables(report: Report, width: int) -> list[Table]:
+    """The node table: one line per node, leaves first, root last.
+
+    One table when it fits in `width`; otherwise two with the same rows, the
+    graph (name, expression, shape, dtype, flags, grad_fn) and then the values
+    and gradients, so that matrices keep their shape instead of wrapping.
+    """
+    for gap in (2, 1):
+        single = _table(report, _GRAPH_COLUMNS + _VALUE_COLUMNS, gap)
+        if _natural_width(single, _WRAP_AT, gap) <= width:
+            return [single]
+    return [_table(report, _GRAPH_COLUMNS, 2), _table(report, ("name",) + _VALUE_COLUMNS, 2)]
+
+
+def _natural_width(table: Table, wrap_at: dict[str, int], gap: int) -> int:
+    """The width the table takes without wrapping anything but the capped columns."""
+    total = 0
+    for col in table.columns:
+        widest = Text(str(col.header)).cell_len
+        for cell in col.cells:
+            if isinstance(cell, Text):
+                widest = max(widest, max(Text(ln).cell_len for ln in cell.plain.split("\n")))
+        if str(col.header) in wrap_at:
+            widest = min(widest, wrap_at[str(col.header)])
+        total += widest + gap
+    return total - gap
+
+
+def _table(report: Report, columns: tuple[str, ...], gap: int) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, gap - 1, 0, 0),
+        header_style="bold",
+        expand=False,
+    )
+    for col in columns:
+        if col in _NARROW:
+            table.add_column(col, no_wrap=True)
+        else:
+            table.add_column(col, overflow="fold")
+    full = report.full
+    for row in report.rows:
+        if isinstance(row, Fold):
+            table.add_row(Text(row.text, style=_DIM), *[Text("")] * (len(columns) - 1))
+            continue
+        table.add_row(*[_column_cell(row, col, full) for col in columns])
+    return table
+
+
+def _column_cell(row: Row, col: str, full: bool) -> Text:
+    if col == "name":
+        text = Text(row.name, style=_LEAF if row.is_leaf else _OP)
+        if row.hook_changed:
+            text.append(" (hook)", style=_NOTE)
+        return text
+    if col == "expression":
+        return Text("" if row.expr is None or row.expr == row.name else row.expr)
+    if col == "shape":
+        return Text(format_shape(row.shape))
+    if col == "dtype":
+        return Text(row.dtype)
+    if col == "requires_grad":
+        return Text(str(row.requires_grad))
+    if col == "is_leaf":
+        return Text(str(row.is_leaf))
+    if col == "grad_fn":
+        return Text(row.grad_fn or "None", style="" if row.is_leaf else _OP)
+    if col == "value":
+        return _value_cell(row.value, row.dtype, full)
+    if col == "flowed grad":
+        return _value_cell(row.flowed_grad, row.dtype, full, "-")
+    return _grad_cell(row, full)
+
+
+def _value_cell(a: object, dtype: str, full: bool, missing: str = "(gone)") -> Text:
+    if a is None:
+        return Text(missing, style=_DIM)
+    return Text(format_value(a, dtype, full=full))
+
+
+def _legend(report: Report) -> Text | None:
+    """One line per kind of `None (reason)` in the .grad column, with the whole reason."""
+    reasons: dict[str, None] = {}
+    for row in report.shown_rows:
+        if row.grad is None and row.grad_reason:
+            reasons[row.grad_reason] = None
+    if not reasons:
+        return None
+    text = Text()
+    for i, reason in enumerate(reasons):
+        if i:
+            text.append("\n")
+        text.append(f".grad None: {reason}", style=_DIM)
+    return text
+
+
+def _notes(notes: list[str]) -> Table:
+    """`note:` lines; a long note wraps under its own text, not under `note:`."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for note in notes:
+        grid.add_row(Text("note:", style=_NOTE), Text(note))
+    return grid
+
+
+# ------------------------------------------------------------------ second order
+
+
+def second_order_table(report: Report) -> Table:
+    """∂²root/∂u∂v for each pair (u, v), with the grad_fn of the first-order gradient ∂root/∂u."""
+    so = report.second_order
+    assert so is not None
+    root = so.root
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        header_style="bold",
+    )
+    table.add_column("u", overflow="fold")
+    table.add_column(f"∂{root}/∂u grad_fn", no_wrap=True)
+    table.add_column("v", overflow="fold")
+    table.add_column("shape", no_wrap=True)
+    table.add_column(f"∂²{root}/∂u∂v", overflow="fold")
+    first = {f.name: f.grad_fn for f in so.first_order}
+    prev_u = None
+    for b in so.blocks:
+        same = b.u == prev_u
+        prev_u = b.u
+        gf = first.get(b.u)
+        table.add_row(
+            Text("" if same else b.u, style=_LEAF),
+            Text("" if same else (gf or "None (constant)"), style=_OP if gf else _DIM),
+            Text(b.v, style=_LEAF),
+            Text(format_shape(b.shape)),
+            _block_cell(b, report.full),
+        )
+    return table
+
+
+def _block_cell(b: Block, full: bool) -> Text:
+    if b.error is not None:
+        return Text(b.error, style=_DIM)
+    if b.value is not None:
+        return Text(format_value(b.value, b.dtype, full=full))
+    text = Text(f"norm {b.norm:.4f}")
+    if b.diagonal is not None:
+        text.append(", diagonal " + inline_value(b.diagonal, b.dtype))
+    return text

@@ -1,0 +1,195 @@
+"""`adcli run`: run a script file, print its output and reports, or one JSON object.
+
+`run_path` writes to the real stdout/stderr; `capture` returns what a pipe would
+receive (stdout and stderr interleaved), for the golden tests.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import traceback
+from typing import IO, Any
+
+from .errors import SCRIPT_ERROR, AdError, format_diagnostic
+from .options import RunOptions
+
+__all__ = ["RunOptions", "run_path", "capture", "run_text"]
+
+
+class _Streams:
+    """The two output channels of a run, each a text stream."""
+
+    def __init__(self, out: IO[str], err: IO[str]) -> None:
+        self.out = out
+        self.err = err
+
+
+def _read(path: str) -> tuple[str, str]:
+    """The script text and the name messages use for it."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    with open(path, encoding="utf-8") as f:
+        return f.read(), path
+
+
+def run_path(path: str, options: RunOptions) -> int:
+    """Run the script at `path` (`-` for stdin); returns the exit status."""
+    try:
+        text, name = _read(path)
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        sys.stderr.write(f"adcli: error: cannot read '{path}': {reason}\n")
+        return 2
+    return run_text(text, options.display_name or name, options, _Streams(sys.stdout, sys.stderr))
+
+
+def capture(path: str, options: RunOptions) -> tuple[str, int]:
+    """Run `path` and return (everything a pipe would receive, exit status)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    buf = io.StringIO()
+    code = run_text(text, options.display_name or path, options, _Streams(buf, buf))
+    return buf.getvalue(), code
+
+
+def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> int:
+    """Run script `text` (called `name` in messages) writing to `streams`."""
+    from .session import Hooks, Output, Session, SessionOptions
+
+    json_mode = options.json
+    stdout_parts: list[str] = []
+    events: list[dict[str, Any]] = []
+    reporter = _Reporter(options, streams) if not (options.quiet or json_mode) else None
+
+    def out(s: str) -> None:
+        if json_mode:
+            stdout_parts.append(s)
+        else:
+            streams.out.write(s)
+
+    def err(s: str) -> None:
+        if not json_mode:
+            streams.err.write(s)
+
+    def on_event(event: Any, span: Any, call_text: str | None) -> None:
+        line = span.line if span is not None else None
+        if json_mode:
+            from .render.jsonout import report_to_json
+            from .render.report import build_report
+
+            events.append(report_to_json(build_report(event, line=line, call_text=call_text)))
+        elif reporter is not None:
+            reporter.event(event, line, call_text)
+
+    def on_show(tensors: list[Any], span: Any) -> None:
+        if reporter is not None:
+            reporter.show(tensors, span, session)
+
+    def on_graph(t: Any, span: Any) -> None:
+        from .provenance import label_of
+        from .render.tree import graph_tree
+
+        out(graph_tree(t, label_of).rstrip("\n") + "\n")
+
+    def on_formula(t: Any, span: Any) -> None:
+        raise NotImplementedError("adcli does not support formula() yet")
+
+    hooks = Hooks(on_event=on_event, on_show=on_show, on_graph=on_graph, on_formula=on_formula)
+    sess_opts = SessionOptions(
+        max_steps=options.max_steps,
+        max_depth=options.max_depth,
+        max_numel=options.max_numel,
+        debug=options.debug,
+    )
+    session = Session(Output(out, err), hooks, sess_opts)
+    error: AdError | None = None
+    try:
+        session.run_text(text, name)
+    except AdError as e:
+        error = e
+    except Exception:  # an adcli bug, not a script error
+        if options.debug:
+            raise
+        err(
+            "adcli: internal error: "
+            + traceback.format_exc().strip().splitlines()[-1]
+            + " (run with --debug for the traceback)\n"
+        )
+        session.close()
+        return SCRIPT_ERROR
+    finally:
+        if reporter is not None:
+            reporter.flush()
+    session.close()
+    if json_mode:
+        from .render.jsonout import dumps, value_to_json
+
+        obj = {
+            "ok": error is None,
+            "stdout": "".join(stdout_parts),
+            "variables": {k: value_to_json(v) for k, v in session.variables().items()},
+            "events": events,
+            "error": _error_json(error) if error is not None else None,
+        }
+        streams.out.write(dumps(obj) + "\n")
+        return SCRIPT_ERROR if error is not None else 0
+    if error is not None:
+        if options.debug and getattr(error, "original", None) is not None:
+            traceback.print_exception(error.original, file=streams.err)
+        streams.out.flush() if hasattr(streams.out, "flush") else None
+        streams.err.write(format_diagnostic(error).rstrip("\n") + "\n")
+        return SCRIPT_ERROR
+    return 0
+
+
+def _error_json(e: AdError) -> dict[str, Any]:
+    span = e.span
+    return {
+        "kind": e.kind,
+        "message": e.message,
+        "line": span.line if span is not None else None,
+        "column": span.column if span is not None else None,
+    }
+
+
+class _Reporter:
+    """Renders reports to the output stream through one rich console."""
+
+    def __init__(self, options: RunOptions, streams: _Streams) -> None:
+        self.options = options
+        self.streams = streams
+        self._console = None
+
+    def console(self) -> Any:
+        if self._console is None:
+            from .render.tables import make_console
+
+            color = self.options.use_color(self.streams.out)
+            width = self.options.width
+            if width is None:
+                width = self.options.resolve_width(self.streams.out)
+            self._console = make_console(self.streams.out, width=width, color=color)
+        return self._console
+
+    def event(self, event: Any, line: int | None, call_text: str | None) -> None:
+        from .render.report import build_report
+        from .render.tables import render_report
+
+        report = build_report(event, line=line, call_text=call_text, full=self.options.full)
+        render_report(report, self.console())
+
+    def show(self, tensors: list[Any], span: Any, session: Any) -> None:
+        from .render.report import build_show_report
+        from .render.tables import render_report
+
+        line = span.line if span is not None else None
+        text = None
+        if span is not None and session.source is not None:
+            text = session.source.line_text(span.line).strip()
+        report = build_show_report(tensors, line=line, call_text=text, full=self.options.full)
+        render_report(report, self.console())
+
+    def flush(self) -> None:
+        if hasattr(self.streams.out, "flush"):
+            self.streams.out.flush()

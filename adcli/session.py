@@ -1,0 +1,250 @@
+"""A script session: the language evaluator wired to the autograd engine.
+
+It builds the names a script sees (Python builtins, `torch` and its submodules,
+bare torch names, adcli's `show`/`graph`/`formula`), labels tensors with the
+variable and expression that made them, routes PyTorch's warnings, and hands
+every backward/grad event to a callback.  It prints nothing itself: output goes
+through the `Output` it is given, and rendering is the caller's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .autograd import config as engine_config
+from .autograd import engine, grad_mode
+from .autograd import random as rng
+from .autograd.engine import BackwardEvent
+from .autograd.tensor import Tensor
+from .errors import AdError
+from .lang.host import Host, Limits, Namespace
+from .lang.parser import parse
+from .provenance import Label
+from .source import Source, Span
+
+
+class Output:
+    """Where a session writes: `out` for the script's own output and reports,
+    `err` for warnings and diagnostics (often the same buffer)."""
+
+    def __init__(self, out: Callable[[str], Any], err: Callable[[str], Any]) -> None:
+        self.out = out
+        self.err = err
+
+
+@dataclass
+class Hooks:
+    """What the caller wants told: backward/grad events and `show`/`graph` calls."""
+
+    on_event: Callable[[BackwardEvent, Span | None, str | None], None] | None = None
+    on_show: Callable[[list[Tensor], Span | None], None] | None = None
+    on_graph: Callable[[Tensor, Span | None], None] | None = None
+    on_formula: Callable[[Tensor, Span | None], None] | None = None
+
+
+@dataclass
+class SessionOptions:
+    """Limits for one session."""
+
+    max_steps: int = 10_000_000
+    max_depth: int = 200
+    max_numel: int = 50_000_000
+    debug: bool = False
+    initial_names: set[str] = field(default_factory=set)
+
+
+def build_modules() -> dict[str, Namespace]:
+    """`Namespace` objects for every importable module, submodules linked."""
+    from .torchapi import module_table
+
+    table = module_table()
+    built: dict[str, Namespace] = {}
+    # children before parents, so a parent can hold its submodules
+    for name in sorted(table, key=lambda n: -n.count(".")):
+        members = {}
+        for k, v in table[name].items():
+            if isinstance(v, str) and v.startswith("module:"):
+                v = built[v[len("module:") :]]
+            members[k] = v
+        built[name] = Namespace(name, members)
+    return built
+
+
+class Session:
+    """One run (or one REPL): an interpreter, its engine settings and its labels."""
+
+    def __init__(self, output: Output, hooks: Hooks, options: SessionOptions) -> None:
+        from .lang.evaluator import Interpreter
+
+        self.output = output
+        self.hooks = hooks
+        self.options = options
+        self.source: Source | None = None
+        self._name_counts: dict[str, int] = {}
+        self._warned_lines: set[tuple[str, int]] = set()
+        self.modules = build_modules()
+        names = self._global_names()
+        host = Host(
+            globals=names,
+            import_module=self._import,
+            on_assign=self._on_assign,
+            on_value=self._on_value,
+        )
+        limits = Limits(max_steps=options.max_steps, max_depth=options.max_depth)
+        self.interp = Interpreter(host, limits, debug=options.debug)
+        self.initial_names = set(names)
+        self._reset_engine()
+
+    # ------------------------------------------------------------ running
+    def _reset_engine(self) -> None:
+        """Each session starts from PyTorch's fresh-process state."""
+        rng.default_generator.manual_seed(rng.DEFAULT_SEED)
+        grad_mode.state.enabled = True
+        engine_config.config.max_numel = self.options.max_numel
+        engine_config.config.warn = self._warn
+        engine.listeners[:] = [self._on_backward]
+
+    def run_text(self, text: str, path: str, *, interactive: bool = False) -> None:
+        """Parse and run a script (or REPL input) in this session; raises AdError."""
+        source = Source(path, text)
+        self.source = source
+        module = parse(source)
+        self.interp.run(module, interactive=interactive)
+
+    def close(self) -> None:
+        """Stop listening to the engine (another session may start)."""
+        if self._on_backward in engine.listeners:
+            engine.listeners.remove(self._on_backward)
+
+    def variables(self) -> dict[str, Any]:
+        """The script's own global names (not the builtins it started with)."""
+        return {k: v for k, v in self.interp.globals.items() if not k.startswith("__")}
+
+    # ------------------------------------------------------------ names
+    def _global_names(self) -> dict[str, Any]:
+        m = self.modules
+        names: dict[str, Any] = {}
+        # bare torch names first; Python builtins (max, sum, abs, float ...) win over
+        # them because the evaluator layers host globals over its own builtins only
+        # for names the script does not find there.
+        for mod in ("torch.autograd.functional", "torch.optim", "torch.nn.functional", "torch"):
+            for k, v in m[mod].__ad_members__.items():
+                if not isinstance(v, Namespace):
+                    names.setdefault(k, v)
+        names["grad"] = m["torch.autograd"].__ad_members__["grad"]
+        for py_name in _PYTHON_WINS:
+            names.pop(py_name, None)
+        names.update(
+            torch=m["torch"],
+            F=m["torch.nn.functional"],
+            nn=m["torch.nn"],
+            optim=m["torch.optim"],
+            autograd=m["torch.autograd"],
+            print=self._print,
+            show=self._show,
+            graph=self._graph,
+            formula=self._formula,
+        )
+        return names
+
+    def _import(self, dotted: str) -> Any:
+        mod = self.modules.get(dotted)
+        if mod is None:
+            if dotted.split(".")[0] == "torch":
+                raise ModuleNotFoundError(f"adcli does not support {dotted} yet")
+            raise ModuleNotFoundError(f"No module named '{dotted}'")
+        return mod
+
+    # ------------------------------------------------------------ hooks
+    def _on_value(self, value: object, span: Span) -> None:
+        if type(value) is Tensor and value._label is None and self.source is not None:
+            self._attach(value, Label(None, self.source.snippet(span), span.line))
+
+    @staticmethod
+    def _attach(t: Tensor, label: Label) -> None:
+        """Label the tensor and its graph node (which outlives an unnamed tensor)."""
+        t._label = label
+        node = t.grad_fn
+        if node is None and t._requires_grad:
+            node = t._accumulator()
+        if node is not None and node._label is None:
+            label.value = t.data_
+            node._label = label
+
+    def _on_assign(self, name: str, value: object, span: Span) -> None:
+        if type(value) is not Tensor:
+            return
+        label = value._label
+        if label is None:
+            text = self.source.snippet(span) if self.source is not None else name
+            expr = text.split("=", 1)[1].strip() if "=" in text else text
+            label = Label(None, expr, span.line)
+            self._attach(value, label)
+        if label.name is None:
+            n = self._name_counts.get(name, 0) + 1
+            self._name_counts[name] = n
+            label.name = name if n == 1 else f"{name}@{n}"
+
+    def _warn(self, message: str) -> None:
+        """PyTorch's UserWarnings, printed once per script line as Python does."""
+        span = self.interp.current_span if hasattr(self, "interp") else None
+        path = self.source.path if self.source is not None else "<script>"
+        line = span.line if span is not None else 0
+        if (path, line) in self._warned_lines:
+            return
+        self._warned_lines.add((path, line))
+        self.output.err(f"{path}:{line}: UserWarning: {message}\n")
+
+    def _on_backward(self, event: BackwardEvent) -> None:
+        if self.hooks.on_event is None:
+            return
+        span = self.interp.current_span
+        text = None
+        if span is not None and self.source is not None:
+            text = self.source.line_text(span.line).strip()
+        self.hooks.on_event(event, span, text)
+
+    # ------------------------------------------------------------ builtins
+    def _print(self, *args: Any, sep: Any = " ", end: Any = "\n", file: Any = None,
+               flush: bool = False) -> None:
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("sep and end must be None or a string")
+        self.output.out(sep.join(_to_str(a) for a in args) + end)
+
+    def _show(self, *tensors: Any) -> None:
+        ts = [t for t in tensors if isinstance(t, Tensor)]
+        if len(ts) != len(tensors):
+            raise TypeError("show() takes tensors")
+        if self.hooks.on_show is not None:
+            self.hooks.on_show(ts, self.interp.current_span)
+
+    def _graph(self, t: Any) -> None:
+        if not isinstance(t, Tensor):
+            raise TypeError("graph() takes a tensor")
+        if self.hooks.on_graph is not None:
+            self.hooks.on_graph(t, self.interp.current_span)
+
+    def _formula(self, t: Any) -> None:
+        if not isinstance(t, Tensor):
+            raise TypeError("formula() takes a tensor")
+        if self.hooks.on_formula is not None:
+            self.hooks.on_formula(t, self.interp.current_span)
+
+
+# Python's own builtins keep their meaning in a script, as after `import torch`.
+_PYTHON_WINS = (
+    "abs all any max min sum round pow float int bool len range list tuple print "
+    "zip enumerate sorted reversed str dict"
+).split()
+
+
+def _to_str(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    return str(v)
+
+
+__all__ = ["AdError", "Hooks", "Output", "Session", "SessionOptions", "build_modules"]
