@@ -119,9 +119,52 @@ def _root(
     ] = False,
 ) -> None:
     if ctx.invoked_subcommand is None:
-        # Bare `adcli`: help for now; it will start the REPL once there is one.
-        typer.echo(ctx.get_help())
-        raise typer.Exit(EXIT_OK)
+        # Bare `adcli`: the REPL (reading statements from stdin when it is not a terminal).
+        from adcli.repl import main as repl_main
+
+        raise typer.Exit(repl_main(RunOptions()))
+
+
+@app.command("repl")
+def repl_command(
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No reports: only values and printed output.")
+    ] = False,
+    width: Annotated[
+        int | None,
+        typer.Option(
+            "--width",
+            min=20,
+            max=1000,
+            metavar="N",
+            show_default=False,
+            help="Report width in columns (default: the terminal's, or 100 in a pipe).",
+        ),
+    ] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Show whole tensors and graphs, without summarising.")
+    ] = False,
+    no_history: Annotated[
+        bool,
+        typer.Option(
+            "--no-history",
+            help="Keep no history file ($ADCLI_HISTORY, else $XDG_STATE_HOME/adcli/history).",
+        ),
+    ] = False,
+    no_color: Annotated[
+        bool, typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1).")
+    ] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show Python tracebacks of adcli's own errors.")
+    ] = False,
+) -> None:
+    """Interactive session: statements line by line, a report after every backward()."""
+    from adcli.repl import main as repl_main
+
+    options = RunOptions(
+        quiet=quiet, width=width, full=full, debug=debug, color=False if no_color else None
+    )
+    raise typer.Exit(repl_main(options, history=not no_history))
 
 
 def _check_readable(path: str) -> None:
@@ -205,6 +248,14 @@ def run(
         bool,
         typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1)."),
     ] = False,
+    detect_anomaly: Annotated[
+        bool,
+        typer.Option(
+            "--detect-anomaly",
+            help="Stop a backward at the first node that returns NaN, naming the line that "
+            "made it (as torch.autograd.set_detect_anomaly(True)).",
+        ),
+    ] = False,
 ) -> None:
     """Run a script, printing a report of every backward pass."""
     if file != "-":
@@ -223,7 +274,16 @@ def run(
     try:
         from adcli.runner import run_path
 
-        code = run_path(file, options)
+        if detect_anomaly:
+            from adcli import anomaly
+
+            anomaly.force(True)
+            try:
+                code = run_path(file, options)
+            finally:
+                anomaly.force(False)
+        else:
+            code = run_path(file, options)
     except BrokenPipeError:
         raise  # `adcli run x.ad | head`: typer exits quietly
     except Exception as exc:
@@ -266,6 +326,171 @@ def test_command(
         _fail(f"no .ad scripts found in {', '.join(repr(p) for p in paths)}")
     summary = golden.run_all(scripts, update=update)
     raise typer.Exit(EXIT_ERROR if summary.failed else EXIT_OK)
+
+
+@app.command("graph")
+def graph_command(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help="The .ad script to run; '-' reads it from standard input.",
+            show_default=False,
+        ),
+    ],
+    var: Annotated[
+        str | None,
+        typer.Option(
+            "--var",
+            metavar="NAME",
+            show_default=False,
+            help="Draw the graph behind this variable (default: the root of the last "
+            "backward()/grad() call, else the last tensor assigned that has a grad_fn).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="tree|dot|mermaid|svg",
+            show_default=False,
+            help="What to draw: a terminal tree, Graphviz DOT, Mermaid, or SVG (needs "
+            "Graphviz's dot). Default: from the -o suffix (.svg .dot .gv .mmd), else tree.",
+        ),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            show_default=False,
+            help="Write the drawing to FILE instead of standard output.",
+        ),
+    ] = None,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Do not fold long chains of similar nodes in the tree."),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
+    ] = False,
+) -> None:
+    """Run a script quietly, then draw the graph behind one of its tensors."""
+    from adcli.graphcmd import GraphOptions, UsageError, resolve_format
+
+    options = GraphOptions(var=var, format=fmt, output=output, full=full, debug=debug)
+    try:
+        resolve_format(options)
+    except UsageError as exc:
+        _fail(str(exc))
+    if file != "-":
+        _check_readable(file)
+    try:
+        from adcli.graphcmd import graph_path
+
+        code = graph_path(file, options)
+    except BrokenPipeError:
+        raise
+    except Exception as exc:
+        if debug:
+            raise
+        _internal_error(exc)
+    raise typer.Exit(code)
+
+
+@app.command("check")
+def check_command(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help="The .ad script to run; '-' reads it from standard input.",
+            show_default=False,
+        ),
+    ],
+    eps: Annotated[
+        float,
+        typer.Option("--eps", metavar="EPS", help="Finite-difference step (positive)."),
+    ] = 1e-6,
+    rtol: Annotated[
+        float, typer.Option("--rtol", min=0.0, metavar="RTOL", help="Relative tolerance.")
+    ] = 1e-3,
+    atol: Annotated[
+        float, typer.Option("--atol", min=0.0, metavar="ATOL", help="Absolute tolerance.")
+    ] = 1e-5,
+    max_elements: Annotated[
+        int,
+        typer.Option(
+            "--max-elements",
+            min=1,
+            metavar="N",
+            help="Check at most N elements of each tensor per call (evenly spread).",
+        ),
+    ] = 1000,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="One table per call, also for calls repeated in a loop."),
+    ] = False,
+    width: Annotated[
+        int | None,
+        typer.Option(
+            "--width",
+            min=20,
+            max=1000,
+            metavar="N",
+            show_default=False,
+            help="Table width in columns (default: the terminal's, or 100 in a pipe).",
+        ),
+    ] = None,
+    no_color: Annotated[
+        bool,
+        typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1)."),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
+    ] = False,
+) -> None:
+    """Check every gradient a script computes against finite differences.
+
+    Runs the script quietly; after each backward() and autograd.grad() call, the
+    graph is evaluated again in float64 with each element of each differentiated
+    tensor moved by +eps and -eps, and the central difference is compared with the
+    engine's gradient (|analytic - numeric| <= atol + rtol * |numeric|). Where the
+    one-sided differences disagree (relu or abs at 0, clamp at a bound) a mismatch
+    is a kink, not a failure. create_graph=True calls also get their second
+    derivatives checked. Exit status 1 when a gradient fails or the script fails.
+    """
+    from adcli.gradcheck import CheckOptions
+
+    if not eps > 0 or eps == float("inf"):
+        _fail(f"--eps must be a positive number, not {eps}")
+    options = CheckOptions(
+        eps=eps,
+        rtol=rtol,
+        atol=atol,
+        max_elements=max_elements,
+        full=full,
+        width=width,
+        color=False if no_color else None,
+        debug=debug,
+    )
+    if file != "-":
+        _check_readable(file)
+    try:
+        from adcli.gradcheck import check_path
+
+        code = check_path(file, options)
+    except BrokenPipeError:
+        raise
+    except Exception as exc:
+        if debug:
+            raise
+        _internal_error(exc)
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -138,6 +138,9 @@ def _quote(source: Source, span: Span) -> list[str]:
     return [f"  {number} | {text}".rstrip(), f"  {pad} | {marks}"]
 
 
+TRACE_KEEP = 4  # traceback entries shown at each end of a long traceback
+
+
 def format_diagnostic(err: AdError) -> str:
     """The text a user sees for `err`: location, kind, message, the line and a caret.
 
@@ -152,7 +155,15 @@ def format_diagnostic(err: AdError) -> str:
     trace = getattr(err, "traceback", None) or []
     if len(trace) > 1:
         lines.append("traceback (most recent call last):")
-        for entry in trace:
+        shown = list(trace)
+        hidden = 0
+        if len(shown) > 2 * TRACE_KEEP:
+            hidden = len(shown) - 2 * TRACE_KEEP
+            shown = shown[:TRACE_KEEP] + [None] + shown[-TRACE_KEEP:]  # type: ignore[list-item]
+        for entry in shown:
+            if entry is None:
+                lines.append(f"  ... {hidden} more calls ...")
+                continue
             where = _location(entry.source, entry.span)
             code = ""
             if entry.source is not None:

@@ -137,8 +137,11 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
     if error is not None:
         if options.debug and getattr(error, "original", None) is not None:
             traceback.print_exception(error.original, file=streams.err)
-        streams.out.flush() if hasattr(streams.out, "flush") else None
+        if hasattr(streams.out, "flush"):
+            streams.out.flush()
         streams.err.write(format_diagnostic(error).rstrip("\n") + "\n")
+        for note in session.explain(getattr(error, "original", None)):
+            streams.err.write(f"note: {note}\n")
         return SCRIPT_ERROR
     return 0
 

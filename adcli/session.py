@@ -9,13 +9,16 @@ through the `Output` it is given, and rendering is the caller's business.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from .autograd import config as engine_config
 from .autograd import engine, grad_mode
 from .autograd import random as rng
 from .autograd.engine import BackwardEvent
+from .autograd.node import SavedTensorError
 from .autograd.tensor import Tensor
 from .errors import AdError
 from .lang.host import Host, Limits, Namespace
@@ -83,6 +86,10 @@ class Session:
         self.source: Source | None = None
         self._name_counts: dict[str, int] = {}
         self._warned_lines: set[tuple[str, int]] = set()
+        # version counter id -> (counter, version, line of the in-place change)
+        self._changed_at: dict[int, tuple[list[int], int, int]] = {}
+        # node -> line of the backward call that freed its saved values
+        self._freed_at: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self.modules = build_modules()
         names = self._global_names()
         host = Host(
@@ -158,8 +165,21 @@ class Session:
 
     # ------------------------------------------------------------ hooks
     def _on_value(self, value: object, span: Span) -> None:
-        if type(value) is Tensor and value._label is None and self.source is not None:
-            self._attach(value, Label(None, self.source.snippet(span), span.line))
+        if type(value) is not Tensor:
+            return
+        if value._vc[0]:
+            self._note_version(value, span)
+        src = self.interp.current_source or self.source  # a function's own, in a REPL
+        if value._label is None and src is not None:
+            self._attach(value, Label(None, src.snippet(span), span.line))
+
+    def _note_version(self, t: Tensor, span: Span) -> None:
+        """Remember the line where a tensor was last changed in place."""
+        vc = t._vc
+        seen = self._changed_at.get(id(vc))
+        if seen is None or seen[1] != vc[0]:
+            line = self.interp.current_span.line if self.interp.current_span else span.line
+            self._changed_at[id(vc)] = (vc, vc[0], line)
 
     @staticmethod
     def _attach(t: Tensor, label: Label) -> None:
@@ -175,9 +195,12 @@ class Session:
     def _on_assign(self, name: str, value: object, span: Span) -> None:
         if type(value) is not Tensor:
             return
+        if value._vc[0]:
+            self._note_version(value, span)
         label = value._label
         if label is None:
-            text = self.source.snippet(span) if self.source is not None else name
+            src = self.interp.current_source or self.source
+            text = src.snippet(span) if src is not None else name
             expr = text.split("=", 1)[1].strip() if "=" in text else text
             label = Label(None, expr, span.line)
             self._attach(value, label)
@@ -197,17 +220,45 @@ class Session:
         self.output.err(f"{path}:{line}: UserWarning: {message}\n")
 
     def _on_backward(self, event: BackwardEvent) -> None:
+        span = self.interp.current_span
+        if span is not None:
+            for entry in event.entries:
+                if entry.released:
+                    self._freed_at[entry.node] = span.line
         if self.hooks.on_event is None:
             return
-        span = self.interp.current_span
         text = None
-        if span is not None and self.source is not None:
-            text = self.source.line_text(span.line).strip()
+        src = self.interp.current_source or self.source
+        if span is not None and src is not None:
+            text = src.line_text(span.line).strip()
         self.hooks.on_event(event, span, text)
 
+    def explain(self, exc: BaseException | None) -> list[str]:
+        """Beyond PyTorch's sentence: the script lines behind a saved-tensor error."""
+        if not isinstance(exc, SavedTensorError):
+            return []
+        node = exc.node
+        label = getattr(node, "_label", None)
+        made = f" (line {label.line})" if label is not None else ""
+        if exc.counter is None:
+            freed = self._freed_at.get(node)
+            if freed is None:
+                return []
+            return [
+                f"{node.name()}{made} saved values that the backward at line {freed} "
+                "freed; pass retain_graph=True there to keep them"
+            ]
+        seen = self._changed_at.get(id(exc.counter))
+        where = f" at line {seen[2]}" if seen is not None and seen[0] is exc.counter else ""
+        return [
+            f"{node.name()}{made} saved a tensor that was then changed in place{where}; "
+            "use an out-of-place operation (x = x + 1) or .clone() before changing it"
+        ]
+
     # ------------------------------------------------------------ builtins
-    def _print(self, *args: Any, sep: Any = " ", end: Any = "\n", file: Any = None,
-               flush: bool = False) -> None:
+    def _print(
+        self, *args: Any, sep: Any = " ", end: Any = "\n", file: Any = None, flush: bool = False
+    ) -> None:
         sep = " " if sep is None else sep
         end = "\n" if end is None else end
         if not isinstance(sep, str) or not isinstance(end, str):

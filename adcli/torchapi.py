@@ -6,6 +6,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import gradcheck as _gradcheck
+
+# anomaly detection lives in adcli/anomaly.py (the engine checks each node while it is on)
+from .anomaly import detect_anomaly as _DetectAnomaly
+from .anomaly import is_anomaly_enabled
+from .anomaly import set_detect_anomaly as _Anomaly
 from .autograd import dtypes, engine, functional, grad_mode, ops, optim
 from .autograd import random as rng
 from .autograd.tensor import Size, Tensor
@@ -38,29 +44,45 @@ def _float_dtype(dtype: Any) -> dtypes.DType:
     dt = ops._dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
     if not dt.is_floating_point:
         raise RuntimeError(
-            f'"normal_kernel_cpu" not implemented for \'{dt.legacy.replace("Tensor", "")}\''
+            f"\"normal_kernel_cpu\" not implemented for '{dt.legacy.replace('Tensor', '')}'"
         )
     return dt
 
 
-def randn(*size: Any, dtype: Any = None, requires_grad: bool = False, generator: Any = None,
-          device: Any = None) -> Tensor:
+def randn(
+    *size: Any,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    generator: Any = None,
+    device: Any = None,
+) -> Tensor:
     """Standard normal samples, the same numbers as torch after manual_seed."""
     dt = _float_dtype(dtype)
     gen = generator or rng.default_generator
     return ops._finish(gen.randn(_shape(size), dt.name), requires_grad)
 
 
-def rand(*size: Any, dtype: Any = None, requires_grad: bool = False, generator: Any = None,
-         device: Any = None) -> Tensor:
+def rand(
+    *size: Any,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    generator: Any = None,
+    device: Any = None,
+) -> Tensor:
     """Uniform samples in [0, 1), the same numbers as torch after manual_seed."""
     dt = _float_dtype(dtype)
     gen = generator or rng.default_generator
     return ops._finish(gen.rand(_shape(size), dt.name), requires_grad)
 
 
-def randint(low: int, high: Any = None, size: Any = None, dtype: Any = None,
-            generator: Any = None, requires_grad: bool = False) -> Tensor:
+def randint(
+    low: int,
+    high: Any = None,
+    size: Any = None,
+    dtype: Any = None,
+    generator: Any = None,
+    requires_grad: bool = False,
+) -> Tensor:
     """Random integers in [low, high)."""
     if size is None:
         low, high, size = 0, low, high
@@ -100,8 +122,13 @@ def initial_seed() -> int:
     return rng.default_generator.initial_seed()
 
 
-def autograd_backward(tensors: Any, grad_tensors: Any = None, retain_graph: Any = None,
-                      create_graph: bool = False, inputs: Any = None) -> None:
+def autograd_backward(
+    tensors: Any,
+    grad_tensors: Any = None,
+    retain_graph: Any = None,
+    create_graph: bool = False,
+    inputs: Any = None,
+) -> None:
     """torch.autograd.backward"""
     engine.backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
 
@@ -184,30 +211,6 @@ class Tanh(_Activation):
     fn = staticmethod(ops.tanh)
 
 
-class _Anomaly:
-    """torch.autograd.set_detect_anomaly / detect_anomaly: accepted, a context manager."""
-
-    __ad_context__ = True
-    __ad_attrs__ = frozenset()
-    enabled = False
-
-    def __init__(self, mode: bool = True, check_nan: bool = True) -> None:
-        self.prev = _Anomaly.enabled
-        _Anomaly.enabled = bool(mode)
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        _Anomaly.enabled = self.prev
-        return False
-
-
-def is_anomaly_enabled() -> bool:
-    """Whether anomaly detection was switched on."""
-    return _Anomaly.enabled
-
-
 def _dtype_names() -> dict[str, Any]:
     return {
         "float32": dtypes.float32,
@@ -273,8 +276,10 @@ def module_table() -> dict[str, dict[str, Any]]:
         "backward": autograd_backward,
         "functional": "module:torch.autograd.functional",
         "set_detect_anomaly": _Anomaly,
-        "detect_anomaly": _Anomaly,
+        "detect_anomaly": _DetectAnomaly,
         "is_anomaly_enabled": is_anomaly_enabled,
+        "gradcheck": _gradcheck.gradcheck,
+        "gradgradcheck": _gradcheck.gradgradcheck,
     }
     autograd_functional = {
         "jacobian": functional.jacobian,
@@ -303,7 +308,7 @@ def module_table() -> dict[str, dict[str, Any]]:
     }
 
 
-def _linalg_norm(x: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,
-                 dtype: Any = None) -> Tensor:
+def _linalg_norm(
+    x: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, dtype: Any = None
+) -> Tensor:
     return ops.norm(x, 2 if ord is None else ord, dim, keepdim)
-

@@ -9,13 +9,14 @@ PyTorch's engine does), so a node runs once all gradients for it have arrived.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import grad_mode
-from .node import AccumulateGrad, Function, Node
+from .node import _FREED, AccumulateGrad, Function, Node
 from .tensor import Size, Tensor
 
 
@@ -46,6 +47,11 @@ class BackwardEvent:
 
 # Called with each BackwardEvent when set (the report layer listens here).
 listeners: list[Callable[[BackwardEvent], None]] = []
+
+# Anomaly detection (torch.autograd.set_detect_anomaly, `adcli run --detect-anomaly`):
+# set by adcli/anomaly.py only while detection is on, and then called with each node
+# and the gradients its backward returned; None costs one test per node.
+anomaly_check: Callable[[Node, Sequence[Tensor | None]], None] | None = None
 
 
 def _as_list(v: Any) -> list[Any]:
@@ -108,7 +114,7 @@ def backward(
         retain_graph = create_graph
     inputs_l = _as_list(inputs) if inputs is not None else None
     if inputs_l is not None and not inputs_l:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     event = BackwardEvent(
         "backward", roots, grads, inputs_l, retain_graph, create_graph, grad_tensors is not None
     )
@@ -117,7 +123,8 @@ def backward(
         targets = []
         for t in inputs_l:
             if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
+                # PyTorch's wording here comes from the retain_grad it uses internally
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             targets.append(_edge_of(t))
     _run(roots, grads, retain_graph, create_graph, targets, None, event)
 
@@ -154,7 +161,7 @@ def grad(
     captured: dict[tuple[int, int], Tensor] = {}
     _run(roots, grads, retain_graph, create_graph, targets, captured, event)
     results: list[Tensor | None] = []
-    for i, (t, (node, nr)) in enumerate(zip(ins, targets)):
+    for i, (t, (node, nr)) in enumerate(zip(ins, targets, strict=False)):
         g = captured.get((id(node), nr))
         if g is None:
             if not allow_unused:
@@ -238,7 +245,12 @@ def _hook_name(fn: Callable[..., Any]) -> str:
 
 def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
     cur = buf[i]
-    buf[i] = g if cur is None else cur + g
+    if cur is None:
+        buf[i] = g
+    elif not (cur._requires_grad or g._requires_grad) and cur.data_.dtype == g.data_.dtype:
+        buf[i] = Tensor._make(cur.data_ + g.data_)  # no graph to record: add the arrays
+    else:
+        buf[i] = cur + g
 
 
 def _run(
@@ -261,7 +273,7 @@ def _run(
     prev_mode = grad_mode.state.enabled
     grad_mode.state.enabled = create_graph
     try:
-        for (node, nr), g in zip(edges, root_grads):
+        for (node, nr), g in zip(edges, root_grads, strict=False):
             buf = buffers.get(node)
             if buf is None:
                 buf = buffers[node] = [None] * _n_outputs(node)
@@ -305,7 +317,7 @@ def _run(
             if not retain_graph and isinstance(node, Function):
                 entry.released = bool(node.saved) and node.saved is not _freed_marker()
                 node.release()
-            for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta):
+            for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta, strict=False):
                 if nxt is None or g is None:
                     continue
                 if needed is not None and nxt not in needed:
@@ -331,8 +343,6 @@ def _run(
 
 
 def _freed_marker() -> Any:
-    from .node import _FREED
-
     return _FREED
 
 
@@ -343,9 +353,11 @@ def _n_outputs(node: Node) -> int:
 
 def _fit(g: Tensor, meta: tuple[tuple[int, ...], np.dtype]) -> Tensor:
     """Reduce a gradient over broadcast dims and cast it to the input's dtype."""
+    shape, dtype = meta
+    if g.data_.shape == shape and g.data_.dtype == dtype:
+        return g
     from . import ops
 
-    shape, dtype = meta
     if g.data_.shape != shape:
         g = ops.sum_to(g, shape)
     if g.data_.dtype != dtype:
@@ -396,7 +408,12 @@ def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
         if t is None or g is None or t.grad_fn is not node:
             continue
         if t._grad is None:
-            t._grad = g if create_graph else Tensor._make(g.data_.copy())
+            if create_graph and g._requires_grad:
+                from . import ops
+
+                t._grad = ops.clone(g)  # PyTorch's retain_grad hook clones: CloneBackward0
+            else:
+                t._grad = Tensor._make(g.data_.copy())
         elif create_graph:
             t._grad = t._grad + g
         else:
@@ -413,6 +430,8 @@ def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
             f"function {node.name()} returned an incorrect number of gradients (expected "
             f"{len(node.next_functions)}, got {len(outs)})"
         )
+    if anomaly_check is not None:  # see the note at `anomaly_check` above
+        anomaly_check(node, outs)
     for hook in node.pre_hooks or ():
         if hook[0] == "post":
             hook[1](tuple(outs), tuple(grads))
@@ -424,7 +443,13 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
     if var is None or g is None:
         return
     if var._grad is None:
-        var._grad = g if create_graph else Tensor._make(np.array(g.data_, copy=True))
+        if create_graph and g._requires_grad:
+            # PyTorch copies into a fresh tensor: the grad's grad_fn is CopyBackwards
+            from . import ops
+
+            var._grad = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
+        else:
+            var._grad = Tensor._make(np.array(g.data_, copy=True))
     elif create_graph or var._grad._requires_grad:
         var._grad = var._grad + g
     else:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import engine, ops
 from .tensor import Tensor
@@ -24,8 +25,14 @@ def _prepare(inputs: tuple[Tensor, ...], create_graph: bool) -> tuple[Tensor, ..
     return tuple(out)
 
 
-def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
-             strict: bool = False, vectorize: bool = False, strategy: str = "reverse-mode") -> Any:
+def jacobian(
+    func: Callable[..., Any],
+    inputs: Any,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    strategy: str = "reverse-mode",
+) -> Any:
     """d func(inputs) / d inputs: for one input and one output a tensor of shape
     output.shape + input.shape; tuples of tuples otherwise, as torch returns."""
     ins, ins_tuple = _tupled(inputs)
@@ -41,11 +48,16 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
             rows: list[list[Tensor]] = [[] for _ in ins]
             for k in range(flat.data_.shape[0]):
                 if out.requires_grad:
-                    gs = engine.grad(flat[k], ins, retain_graph=True, create_graph=create_graph,
-                                     allow_unused=True)
+                    gs = engine.grad(
+                        flat[k],
+                        ins,
+                        retain_graph=True,
+                        create_graph=create_graph,
+                        allow_unused=True,
+                    )
                 else:
                     gs = (None,) * len(ins)
-                for j, (g, inp) in enumerate(zip(gs, ins)):
+                for j, (g, inp) in enumerate(zip(gs, ins, strict=False)):
                     if g is None:
                         if strict:
                             raise RuntimeError(
@@ -72,9 +84,14 @@ def jacobian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
     return tuple(tuple(row) for row in blocks)
 
 
-def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
-            strict: bool = False, vectorize: bool = False,
-            outer_jacobian_strategy: str = "reverse-mode") -> Any:
+def hessian(
+    func: Callable[..., Any],
+    inputs: Any,
+    create_graph: bool = False,
+    strict: bool = False,
+    vectorize: bool = False,
+    outer_jacobian_strategy: str = "reverse-mode",
+) -> Any:
     """Second derivatives of a scalar function: the jacobian of its gradient."""
     ins, ins_tuple = _tupled(inputs)
 
@@ -90,26 +107,33 @@ def hessian(func: Callable[..., Any], inputs: Any, create_graph: bool = False,
             gs = engine.grad(out, xs, create_graph=True, allow_unused=True)
         finally:
             engine.listeners[:] = saved
-        gs = tuple(ops.zeros_like(x) if g is None else g for g, x in zip(gs, xs))
+        gs = tuple(ops.zeros_like(x) if g is None else g for g, x in zip(gs, xs, strict=False))
         return gs if ins_tuple else gs[0]
 
-    return jacobian(grad_fn, inputs if ins_tuple else ins[0], create_graph=create_graph,
-                    strict=strict)
+    return jacobian(
+        grad_fn, inputs if ins_tuple else ins[0], create_graph=create_graph, strict=strict
+    )
 
 
-def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
-        strict: bool = False) -> Any:
+def vjp(
+    func: Callable[..., Any],
+    inputs: Any,
+    v: Any = None,
+    create_graph: bool = False,
+    strict: bool = False,
+) -> Any:
     """(func(inputs), v^T J)"""
     ins, ins_tuple = _tupled(inputs)
     ins = _prepare(ins, create_graph)
     out = func(*ins)
     gs = engine.grad(out, ins, grad_outputs=v, create_graph=create_graph, allow_unused=True)
-    gs = tuple(ops.zeros_like(x) if g is None else g for g, x in zip(gs, ins))
+    gs = tuple(ops.zeros_like(x) if g is None else g for g, x in zip(gs, ins, strict=False))
     return out.detach(), (gs if ins_tuple else gs[0])
 
 
-def hvp(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool = False,
-        strict: bool = False) -> Any:
+def hvp(
+    func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool = False, strict: bool = False
+) -> Any:
     """(func(inputs), H v) for a scalar function."""
     ins, ins_tuple = _tupled(inputs)
     vs, _ = _tupled(v)
@@ -117,10 +141,10 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool = Fals
     out = func(*ins)
     gs = engine.grad(out, ins, create_graph=True, allow_unused=True)
     dot = None
-    for g, vv in zip(gs, vs):
+    for g, vv in zip(gs, vs, strict=False):
         if g is not None:
             term = ops.sum(g * vv)
             dot = term if dot is None else dot + term
     hv = engine.grad(dot, ins, create_graph=create_graph, allow_unused=True)
-    hv = tuple(ops.zeros_like(x) if h is None else h for h, x in zip(hv, ins))
+    hv = tuple(ops.zeros_like(x) if h is None else h for h, x in zip(hv, ins, strict=False))
     return out.detach(), (hv if ins_tuple else hv[0])

@@ -31,6 +31,17 @@ def _ones_like(t: Tensor) -> Tensor:
     return Tensor._make(np.ones(t.data_.shape, t.data_.dtype))
 
 
+def _keep(ctx: Function, *arrays: Any) -> None:
+    """Save index/mask arrays the way PyTorch saves them: as saved tensors, freed by a
+    backward without retain_graph (so a second backward fails as in PyTorch)."""
+    ctx.save(*[Tensor._make(np.asarray(a)) for a in arrays if isinstance(a, np.ndarray)])
+
+
+def _check_kept(ctx: Function) -> None:
+    """Raise PyTorch's error when the kept arrays were freed."""
+    ctx.saved_tensors  # noqa: B018
+
+
 # ************************************************************ arithmetic
 
 
@@ -859,6 +870,7 @@ class _SelectingReduction(Function):
     """max/min along a dim: the gradient goes to the chosen index only."""
 
     def backward(ctx, g):
+        _check_kept(ctx)
         g = _unreduce(g, ctx.shape, (ctx.dim,), ctx.keepdim)
         return (ops.scatter_into(g, ctx.dim, ctx.indices, ctx.shape),)
 
@@ -873,6 +885,7 @@ class MaxDim(_SelectingReduction):
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
         idx = np.expand_dims(np.argmax(x, axis=dim), dim)
         ctx.indices = idx
+        _keep(ctx, idx)
         vals = np.take_along_axis(x, idx, dim)
         return vals if keepdim else np.squeeze(vals, dim)
 
@@ -887,6 +900,7 @@ class MinDim(_SelectingReduction):
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
         idx = np.expand_dims(np.argmin(x, axis=dim), dim)
         ctx.indices = idx
+        _keep(ctx, idx)
         vals = np.take_along_axis(x, idx, dim)
         return vals if keepdim else np.squeeze(vals, dim)
 
@@ -1431,6 +1445,15 @@ class Index(_Getitem):
 
     grad_fn_name = "IndexBackward0"
 
+    def forward(ctx, a, index):
+        _keep(ctx, *(index if isinstance(index, tuple) else (index,)))
+        ctx.index, ctx.shape = index, a.data_.shape
+        return a.data_[index]
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        return (ops.embed(g, ctx.index, ctx.shape),)
+
 
 class AsStrided(_Getitem):
     """a view re-derived from its base after an in-place op on the view"""
@@ -1444,23 +1467,19 @@ class Embed(Function):
     grad_fn_name = "IndexPutBackward0"
 
     def forward(ctx, g, index, shape):
+        _keep(ctx, *(index if isinstance(index, tuple) else (index,)))
         ctx.index = index
         out = np.zeros(shape, g.data_.dtype)
         np.add.at(out, index, g.data_)
         return out
 
     def backward(ctx, gg):
+        _check_kept(ctx)
         return (ops.getitem(gg, ctx.index),)
 
 
-class CopySlices(Function):
-    """base with `index` overwritten by value (`x[i] = v` on a recorded tensor)."""
-
-    grad_fn_name = "CopySlices"
-
-    def name(self) -> str:
-        """PyTorch's `name()` of this C++ node is namespaced (the repr is not)."""
-        return "torch::autograd::CopySlices"
+class _CopyInto(Function):
+    """base with `index` overwritten by value (broadcast)."""
 
     def forward(ctx, base, value, index, dtype):
         ctx.index = index
@@ -1479,16 +1498,87 @@ class CopySlices(Function):
         return gb, gv
 
 
+class CopySlices(_CopyInto):
+    """`x[i] = v` with a basic index (integers, slices) on a recorded tensor"""
+
+    grad_fn_name = "CopySlices"
+
+    def name(self) -> str:
+        """PyTorch's `name()` of this C++ node is namespaced (the repr is not)."""
+        return "torch::autograd::CopySlices"
+
+
+class IndexPut(_CopyInto):
+    """`x[idx] = v` with an array or mask index (`index_put_`) on a recorded tensor"""
+
+    grad_fn_name = "IndexPutBackward0"
+
+
+class CopySlicesOp(Function):
+    """base with `index` overwritten by an in-place op's result on the view there
+    (`y[0].mul_(2)`): wraps that op's node, whose other inputs become this node's
+    next_functions after the base, and whose backward runs on the view's slice."""
+
+    grad_fn_name = "CopySlices"
+
+    def name(self) -> str:
+        """PyTorch's `name()` of this C++ node is namespaced (the repr is not)."""
+        return "torch::autograd::CopySlices"
+
+    @classmethod
+    def wrap(cls, base: Tensor, node: Function, index: Any, value: np.ndarray) -> Tensor:
+        """Apply with the wrapped node's other edges (stand-ins carry them)."""
+        others = []
+        for (nxt, nr), meta in zip(node.next_functions[1:], node.in_meta[1:]):
+            if nxt is None or meta is None:
+                others.append(None)
+                continue
+            shape, dtype = meta
+            proxy = Tensor._make(np.broadcast_to(np.zeros((), dtype), shape), True)
+            if nxt.name() == "torch::autograd::AccumulateGrad":
+                proxy._acc = nxt
+            else:
+                proxy.grad_fn, proxy._output_nr = nxt, nr
+            others.append(proxy)
+        return cls.apply(base, *others, index=index, node=node, value=value)
+
+    def forward(ctx, base, *others, index, node, value):
+        ctx.index, ctx.node = index, node
+        out = base.data_.copy()
+        out[index] = value
+        ctx.mask = np.ones(base.data_.shape, bool)
+        ctx.mask[index] = False
+        ctx.view_meta = node.in_meta[0]
+        return out
+
+    def backward(ctx, g):
+        node = ctx.node
+        grads = node.backward(node, ops.getitem(g, ctx.index))
+        g_view = grads[0]
+        shape, dtype = ctx.view_meta
+        gb = ops.where(Tensor._make(ctx.mask), g, 0.0)
+        if g_view is not None:
+            g_view = ops.to_dtype(ops.sum_to(g_view, shape), dtype)
+            gb = gb + ops.embed(g_view, ctx.index, ctx.mask.shape)
+        return (gb,) + tuple(grads[1:])
+
+    def release(self) -> None:
+        super().release()
+        self.node.release()
+
+
 class Gather(Function):
     """values picked along dim by an index tensor"""
 
     grad_fn_name = "GatherBackward0"
 
     def forward(ctx, a, dim, index):
+        _keep(ctx, index)
         ctx.dim, ctx.index, ctx.shape = dim, index, a.data_.shape
         return np.take_along_axis(a.data_, index, dim)
 
     def backward(ctx, g):
+        _check_kept(ctx)
         return (ops.scatter_into(g, ctx.dim, ctx.index, ctx.shape),)
 
 
@@ -1498,6 +1588,7 @@ class ScatterAdd(Function):
     grad_fn_name = "ScatterAddBackward0"
 
     def forward(ctx, g, dim, index, shape):
+        _keep(ctx, index)
         ctx.dim, ctx.index = dim, index
         out = np.zeros(shape, g.data_.dtype)
         idx = list(np.indices(index.shape, sparse=True))
@@ -1506,6 +1597,7 @@ class ScatterAdd(Function):
         return out
 
     def backward(ctx, gg):
+        _check_kept(ctx)
         return (ops.gather(gg, ctx.dim, Tensor._make(ctx.index)),)
 
 
@@ -1515,11 +1607,13 @@ class MaskedFill(Function):
     grad_fn_name = "MaskedFillBackward0"
 
     def forward(ctx, a, value, mask):
+        _keep(ctx, mask)
         ctx.mask = mask
         x = a.data_
         return np.where(mask, np.asarray(value, x.dtype), x)
 
     def backward(ctx, g):
+        _check_kept(ctx)
         return (ops.where(Tensor._make(ctx.mask), 0.0, g),)
 
 
@@ -1529,11 +1623,13 @@ class MaskedFillTensor(Function):
     grad_fn_name = "MaskedFillBackward1"
 
     def forward(ctx, a, value, mask):
+        _keep(ctx, mask)
         ctx.mask = mask
         x = a.data_
         return np.where(mask, value.data_.astype(x.dtype), x)
 
     def backward(ctx, g):
+        _check_kept(ctx)
         m = Tensor._make(ctx.mask)
         ga = ops.where(m, 0.0, g) if ctx.needs_input_grad[0] else None
         gv = ops.sum(ops.where(m, g, 0.0)) if ctx.needs_input_grad[1] else None
@@ -1546,10 +1642,12 @@ class Where(Function):
     grad_fn_name = "WhereBackward0"
 
     def forward(ctx, a, b, cond, dtype):
+        _keep(ctx, cond)
         ctx.cond = cond
         return np.where(cond, _d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
+        _check_kept(ctx)
         c = Tensor._make(ctx.cond)
         ga = ops.where(c, g, 0.0) if ctx.needs_input_grad[0] else None
         gb = ops.where(c, 0.0, g) if ctx.needs_input_grad[1] else None
@@ -1718,8 +1816,10 @@ class BinaryCrossEntropy(Function):
     grad_fn_name = "BinaryCrossEntropyBackward0"
 
     def forward(ctx, p, t, weight, reduction, dtype):
+        # weight is a constant (PyTorch gives it no gradient and no edge)
         ctx.reduction = reduction
-        ctx.save(p, t, weight)
+        ctx.weight = weight.detach() if weight is not None else None
+        ctx.save(p, t)
         pd, td = _d(p, dtype), _d(t, dtype)
         if np.any((pd < 0) | (pd > 1)):
             raise RuntimeError("all elements of input should be between 0 and 1")
@@ -1733,16 +1833,17 @@ class BinaryCrossEntropy(Function):
         return _reduce_loss(loss.astype(dtype), reduction)
 
     def backward(ctx, g):
-        p, t, w = ctx.saved_tensors
-        r = ctx.reduction
-        gp = BceBackward.apply(g, p, t, w, reduction=r) if ctx.needs_input_grad[0] else None
+        p, t = ctx.saved_tensors
+        r, w = ctx.reduction, ctx.weight
+        gp = BceBackward.apply(g, p, t, weight=w, reduction=r) if ctx.needs_input_grad[0] \
+            else None
         gt = None
         if ctx.needs_input_grad[1]:
             # -logit(p): log(1 - p) - log(p)
             gt = _loss_scale_t(g, ctx.shape, r) * (ops.log(1 - p) - ops.log(p))
             if w is not None:
                 gt = gt * w
-        return gp, gt, None
+        return gp, gt
 
 
 _BCE_EPS = 1e-12
@@ -1753,9 +1854,10 @@ class BceBackward(Function):
 
     grad_fn_name = "BinaryCrossEntropyBackwardBackward0"
 
-    def forward(ctx, g, p, t, w, reduction):
-        ctx.reduction = reduction
-        ctx.save(g, p, t, w)
+    def forward(ctx, g, p, t, weight, reduction):
+        ctx.reduction, ctx.weight = reduction, weight
+        w = weight
+        ctx.save(g, p, t)
         pd, td = p.data_, t.data_
         ctx.shape = np.broadcast_shapes(pd.shape, td.shape)
         out = _loss_scale(g.data_, ctx.shape, reduction) * (pd - td) / np.maximum(
@@ -1766,8 +1868,8 @@ class BceBackward(Function):
         return out.astype(pd.dtype, copy=False)
 
     def backward(ctx, gg):
-        g, p, t, w = ctx.saved_tensors
-        r = ctx.reduction
+        g, p, t = ctx.saved_tensors
+        r, w = ctx.reduction, ctx.weight
         scale = _loss_scale_t(g, ctx.shape, r)
         gg_g = gg_p = gg_t = None
         if ctx.needs_input_grad[0]:
@@ -1787,7 +1889,7 @@ class BceBackward(Function):
             gg_t = -(scale * gg) / ops.clamp((1 - p) * p, _BCE_EPS)
             if w is not None:
                 gg_t = gg_t * w
-        return gg_g, gg_p, gg_t, None
+        return gg_g, gg_p, gg_t
 
 
 class NllLoss(Function):
@@ -1796,6 +1898,7 @@ class NllLoss(Function):
     grad_fn_name = "NllLossBackward0"
 
     def forward(ctx, logp, weight, target, reduction, ignore_index):
+        # weight is a constant (PyTorch gives it no gradient and no edge)
         x = logp.data_
         tgt = target.astype(np.int64)
         batched = x.ndim >= 2
@@ -1811,8 +1914,8 @@ class NllLoss(Function):
         wt = np.where(valid, w[safe], 0).astype(x.dtype)
         picked = np.take_along_axis(xx, np.expand_dims(safe, 1), 1).squeeze(1)
         losses = -picked * wt
-        ctx.params = (target, reduction, ignore_index)
-        ctx.save(logp, weight)
+        ctx.params = (weight, target, reduction, ignore_index)
+        ctx.save(logp)
         if reduction == "none":
             return losses if batched else losses[0]
         if reduction == "sum":
@@ -1821,12 +1924,12 @@ class NllLoss(Function):
             return (losses.sum(dtype=x.dtype) / wt.sum(dtype=x.dtype)).astype(x.dtype)
 
     def backward(ctx, g):
-        logp, weight = ctx.saved_tensors
-        target, reduction, ignore_index = ctx.params
+        (logp,) = ctx.saved_tensors
+        weight, target, reduction, ignore_index = ctx.params
         gx = NllLossBackward.apply(
-            g, logp, weight, target=target, reduction=reduction, ignore_index=ignore_index
+            g, logp, weight=weight, target=target, reduction=reduction, ignore_index=ignore_index
         )
-        return gx, None
+        return (gx,)
 
 
 class NllLossBackward(Function):
@@ -1836,8 +1939,8 @@ class NllLossBackward(Function):
     grad_fn_name = "NllLossBackwardBackward0"
 
     def forward(ctx, g, logp, weight, target, reduction, ignore_index):
-        ctx.params = (target, reduction, ignore_index)
-        ctx.save(logp, weight)
+        ctx.params = (weight, target, reduction, ignore_index)
+        ctx.save(logp)
         x = logp.data_
         batched = x.ndim >= 2
         tt = target.astype(np.int64) if batched else target.astype(np.int64)[None]
@@ -1855,13 +1958,13 @@ class NllLossBackward(Function):
         return out if batched else out[0]
 
     def backward(ctx, gg):
-        logp, weight = ctx.saved_tensors
-        target, reduction, ignore_index = ctx.params
+        (logp,) = ctx.saved_tensors
+        weight, target, reduction, ignore_index = ctx.params
         gg_g = None
         if ctx.needs_input_grad[0]:
-            gg_g = NllLoss.apply(gg, weight, target=target, reduction=reduction,
+            gg_g = NllLoss.apply(gg, weight=weight, target=target, reduction=reduction,
                                  ignore_index=ignore_index)
-        return gg_g, _zeros_like(logp), None
+        return gg_g, _zeros_like(logp)
 
 
 class ZeroFill(Function):

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import grad_mode
+from .config import config as _config
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -26,6 +28,16 @@ FREED_MESSAGE = (
 )
 
 _sequence = itertools.count()
+
+
+class SavedTensorError(RuntimeError):
+    """PyTorch's RuntimeError about saved tensors, carrying the node involved (and, for
+    an in-place change, the version counter) so a host can name the script's lines."""
+
+    def __init__(self, message: str, node: Node, counter: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+        self.counter = counter
 
 
 class SavedTensor:
@@ -51,7 +63,7 @@ class SavedTensor:
         from .tensor import Tensor
 
         if self.counter[0] != self.version:
-            raise RuntimeError(_version_message(self, node))
+            raise SavedTensorError(_version_message(self, node), node, self.counter)
         if self.is_output:
             # Rebuild the output as a tensor whose grad_fn is this node, so that
             # a backward formula using it is differentiable (double backward).
@@ -73,15 +85,18 @@ def _version_message(saved: SavedTensor, node: Function) -> str:
     what = f"[torch.{of_array(data).legacy} [{sizes}]]"
     if producer is not None:
         name = producer.name()
-        if name.endswith("Backward0") or name.endswith("Backward1"):
+        # PyTorch drops "Backward" and a 0 suffix: Add, Exp, Pow2, Clamp1, Fill2
+        if name.endswith("Backward0"):
             name = name[: -len("Backward0")]
+        elif name[-1:].isdigit() and "Backward" in name:
+            name = name.replace("Backward", "")
         elif name == "CopySlices":
             name = "torch::autograd::CopySlices"
-        what += f", which is output 0 of {name}"
+        what += f", which is output 0 of {name},"
     del Tensor
     return (
         "one of the variables needed for gradient computation has been modified by an "
-        f"inplace operation: {what}, is at version {saved.counter[0]}; expected version "
+        f"inplace operation: {what} is at version {saved.counter[0]}; expected version "
         f"{saved.version} instead. Hint: enable anomaly detection to find the operation that "
         "failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, "
         "check_nan=False)."
@@ -233,12 +248,14 @@ class Function(Node):
         """The saved tensors, version-checked; raises once they were freed."""
         saved = self.saved
         if saved is _FREED:
-            raise RuntimeError(FREED_MESSAGE)
+            raise SavedTensorError(FREED_MESSAGE, self)
         return tuple(None if s is None else s.unpack(self) for s in saved)
 
     def release(self) -> None:
         """Free the saved tensors (after a backward without retain_graph)."""
         if self.saved:
+            if _config.record_inputs and self.saved is not _FREED:
+                self.sym_saved = self.saved  # adcli.symbolic: kept for gradient formulas
             self.saved = _FREED
 
     # -- building the graph ---------------------------------------------
@@ -246,31 +263,28 @@ class Function(Node):
     def apply(cls, *inputs: Any, **params: Any) -> Any:
         """Run the forward and, when grad mode is on and an input requires
         grad, record a node of this class as the output's `grad_fn`."""
-        from .tensor import Tensor
-
+        Tensor = _tensor_class()
         ctx = cls.__new__(cls)
         ctx.saved = ()
-        record = False
-        if grad_mode.state.enabled and cls.differentiable:
-            for t in inputs:
-                if t is not None and t._requires_grad:
-                    record = True
-                    break
-        if record:
-            ctx.needs_input_grad = tuple(t is not None and t._requires_grad for t in inputs)
-        else:
-            ctx.needs_input_grad = (False,) * len(inputs)
+        needs = [t is not None and t._requires_grad for t in inputs]
+        record = grad_mode.state.enabled and cls.differentiable and True in needs
+        ctx.needs_input_grad = tuple(needs) if record else (False,) * len(inputs)
         data = cls.forward(ctx, *inputs, **params)
         if not record:
             if not cls.multi_output:
                 return Tensor._make(data)
             return tuple(Tensor._make(d) for d in data)
-        ctx.next_functions = tuple(_edge(t) for t in inputs)
-        ctx.in_meta = tuple(None if t is None else (t.data_.shape, t.data_.dtype) for t in inputs)
+        ctx.next_functions = tuple([_edge(t) for t in inputs])
+        ctx.in_meta = tuple([None if t is None else (t.data_.shape, t.data_.dtype) for t in inputs])
         ctx.seq = next(_sequence)
         ctx.pre_hooks = None
         ctx.retained = None
         ctx._label = None
+        if _config.record_inputs:  # adcli.symbolic (opt-in): operands/params for formulas
+            ctx.sym_inputs = tuple(
+                SavedTensor(t) if t is not None and not t._requires_grad else None for t in inputs
+            )
+            ctx.sym_params = params
         if not cls.multi_output:
             out = Tensor._make(data, True, ctx)
             ctx.outputs = weakref.ref(out)
@@ -284,6 +298,16 @@ class Function(Node):
 
 _FREED = ("freed",)
 _SAVE_OUTPUT = ("output",)
+_TENSOR: list[Any] = []
+
+
+def _tensor_class() -> Any:
+    """tensor.Tensor (imported on first use: tensor.py imports this module)."""
+    if not _TENSOR:
+        from .tensor import Tensor
+
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
 
 
 def _edge(t: Tensor | None) -> tuple[Node | None, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins as _py
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,6 +75,17 @@ def _broadcast_check(a: np.ndarray, b: np.ndarray) -> None:
 
 def _binary(a: Any, b: Any, check: bool = True) -> tuple[Tensor, Tensor, np.dtype]:
     """Operands as tensors (numbers wrapped) and the promoted computation dtype."""
+    if type(a) is Tensor:
+        # fast paths: two tensors of one dtype; a float tensor and a Python number
+        ad = a.data_
+        if type(b) is Tensor:
+            bd = b.data_
+            if ad.dtype is bd.dtype or ad.dtype == bd.dtype:
+                if check and ad.shape != bd.shape:
+                    _broadcast_check(ad, bd)
+                return a, b, ad.dtype
+        elif (type(b) is float or type(b) is int) and ad.dtype.kind == "f":
+            return a, Tensor._make(np.asarray(b, ad.dtype)), ad.dtype
     if not isinstance(a, Tensor):
         _check_number(a, "input")
     if not isinstance(b, Tensor):
@@ -806,7 +818,7 @@ def matmul(a: Any, b: Any) -> Tensor:
         return mv(a, b)
     if da == 1 and db == 2:
         out = mm(unsqueeze(a, 0), b)
-        return _view_of(out, F.SqueezeDimInplace.apply(out, dim=0))
+        return F.SqueezeDimInplace.apply(out, dim=0)
     if da == 2 and db == 2:
         return mm(a, b)
     if da == 3 and db == 3 and a.data_.shape[0] != b.data_.shape[0]:
@@ -1319,6 +1331,8 @@ def _convert_index(index: Any) -> Any:
             p = slice(*(_slice_int(v) for v in (p.start, p.stop, p.step)))
         elif isinstance(p, bool):
             p = np.asarray(p)
+        elif isinstance(p, np.ndarray):
+            pass  # internal callers (view positions) index with arrays directly
         elif not _is_basic(p):
             raise IndexError(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte "
@@ -1447,16 +1461,83 @@ def as_strided_view(base: Tensor, index: Any) -> Tensor:
     return out
 
 
+def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
+    """Where a view's elements sit in its base, as an index into the base (arrays of
+    positions, from the memory the two share), or None when that cannot be told."""
+    base = view._base
+    if base is None:
+        return None
+    b, v = base.data_, view.data_
+    if v.size == 0:
+        return tuple(np.zeros(v.shape, np.intp) for _ in b.shape)
+    if not np.shares_memory(b, v) or _py.any(st < 0 for st in b.strides + v.strides):
+        return None
+    # flat C-order positions, laid out in memory exactly like the base
+    pos = np.empty_like(b, dtype=np.int64)
+    if pos.strides != tuple(st // b.itemsize * 8 for st in b.strides):
+        return None  # the base has gaps (itself a strided view): not handled
+    pos[...] = np.arange(b.size, dtype=np.int64).reshape(b.shape)
+    memory = np.lib.stride_tricks.as_strided(pos, (pos.size,), (8,))
+    offset = (v.__array_interface__["data"][0] - b.__array_interface__["data"][0]) // b.itemsize
+    vst = tuple(st // b.itemsize * 8 for st in v.strides)
+    flat = np.lib.stride_tricks.as_strided(memory[offset:], v.shape, vst).copy()
+    return np.unravel_index(flat, b.shape)
+
+
+def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | None:
+    """An in-place op on a view of a tensor, when it records: the base takes a
+    CopySlices node wrapping the op's node (so its next_functions are the base's old
+    node and the op's other inputs, as in PyTorch) and the view an AsStridedBackward0
+    re-derived from the base."""
+    from .tensor import _adopt_node
+
+    base = view._base
+    idx = view_position(view)
+    if idx is None:  # the view's place in its base cannot be told: update the view alone
+        return None
+    stand_in = Tensor._make(view.data_.copy(), True)  # the view's old value, for fn's node
+    result = fn(stand_in, *args, **kwargs)
+    node = result.grad_fn
+    value = result.data_
+    snapshot = Tensor._make(
+        base.data_.copy(), base._requires_grad, base.grad_fn, [base._vc[0]], base._output_nr
+    )
+    snapshot._acc = base._acc
+    if node is None:
+        out = F.CopySlices.apply(snapshot, Tensor._make(value), index=idx,
+                                 dtype=base.data_.dtype)
+    else:
+        out = F.CopySlicesOp.wrap(snapshot, node, idx, value)
+    base.data_[idx] = value.astype(base.data_.dtype, copy=False)
+    base._vc[0] += 1
+    _adopt_node(base, out)
+    fresh = F.AsStrided.apply(base, index=idx)
+    view.grad_fn = fresh.grad_fn
+    view._requires_grad = True
+    view._output_nr = 0
+    if fresh.grad_fn is not None:
+        fresh.grad_fn.outputs = weakref.ref(view)
+    return view
+
+
+def _with_values(t: Tensor, index: Any, v: Tensor, dtype: np.dtype) -> Tensor:
+    """t with `index` overwritten by v, out of place (setitem's op on a view)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    node = F.CopySlices if _py.all(_is_basic(p) for p in parts) else F.IndexPut
+    return node.apply(t, v, index=index, dtype=dtype)
+
+
 def setitem(a: Tensor, index: Any, value: Any) -> None:
     """a[index] = value, in place (CopySlices when recorded)."""
     parts = _convert_index(index)
     idx = parts if len(parts) != 1 else parts[0]
+    advanced = not _py.all(_is_basic(p) for p in parts)
     if grad_mode.state.enabled:
         base = a._base
         if a.grad_fn is None and a._requires_grad:
             raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation."
+                ("a leaf Variable" if advanced else "a view of a leaf Variable")
+                + " that requires grad is being used in an in-place operation."
             )
         if base is not None and base.grad_fn is None and base._requires_grad:
             raise RuntimeError(
@@ -1477,9 +1558,14 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     from .tensor import _adopt_node
 
     vt = v if v is not None else _scalar_tensor(value, a.dtype)
+    if a._base is not None:
+        dt = a.data_.dtype
+        a._inplace(lambda t_, v_: _with_values(t_, idx, v_, dt), vt)
+        return
     snapshot = Tensor._make(a.data_.copy(), a._requires_grad, a.grad_fn, a._vc, a._output_nr)
     snapshot._acc = a._acc
-    out = F.CopySlices.apply(snapshot, vt, index=idx, dtype=a.data_.dtype)
+    node = F.IndexPut if advanced else F.CopySlices
+    out = node.apply(snapshot, vt, index=idx, dtype=a.data_.dtype)
     a.data_[...] = out.data_
     a._vc[0] += 1
     _adopt_node(a, out)
@@ -1553,7 +1639,7 @@ def binary_cross_entropy(
         )
     dt = input.data_.dtype
     return F.BinaryCrossEntropy.apply(
-        input, target, weight, reduction=_reduction(reduction), dtype=dt
+        input, target, weight=weight, reduction=_reduction(reduction), dtype=dt
     )
 
 
@@ -1577,7 +1663,7 @@ def nll_loss(
         )
     return F.NllLoss.apply(
         input,
-        weight,
+        weight=weight,
         target=target.data_,
         reduction=_reduction(reduction),
         ignore_index=ignore_index,

@@ -69,9 +69,20 @@ def _f(x: float, like: np.ndarray) -> Any:
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
 
-    def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
-                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
-                 foreach: Any = None, differentiable: bool = False, fused: Any = None) -> None:
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        momentum: float = 0,
+        dampening: float = 0,
+        weight_decay: float = 0,
+        nesterov: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: Any = None,
+        differentiable: bool = False,
+        fused: Any = None,
+    ) -> None:
         if lr < 0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0:
@@ -80,10 +91,20 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize, foreach=foreach,
-                                      differentiable=differentiable, fused=fused))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                weight_decay=weight_decay,
+                nesterov=nesterov,
+                maximize=maximize,
+                foreach=foreach,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
 
     def step(self, closure: Any = None) -> Any:
         """One update of every parameter that has a gradient."""
@@ -115,10 +136,21 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Adam (optionally with L2 weight decay and AMSGrad)."""
 
-    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
-                 maximize: bool = False, foreach: Any = None, capturable: bool = False,
-                 differentiable: bool = False, fused: Any = None) -> None:
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: Any = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: Any = None,
+    ) -> None:
         if lr < 0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0:
@@ -126,10 +158,21 @@ class Adam(Optimizer):
         for i, b in enumerate(betas):
             if not 0.0 <= b < 1.0:
                 raise ValueError(f"Invalid beta parameter at index {i}: {b}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize, foreach=foreach, capturable=capturable,
-                                      differentiable=differentiable, fused=fused))
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=tuple(betas),
+                eps=eps,
+                weight_decay=weight_decay,
+                amsgrad=amsgrad,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
 
     def step(self, closure: Any = None) -> Any:
         """One Adam update of every parameter that has a gradient."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -185,8 +186,9 @@ class Tensor:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '{list(value.data_.shape)}' to "
                     f"a tensor of size '{list(self.data_.shape)}'. Please ensure that the "
-                    "gradient and the tensor are the same size".replace(", ", ",")
-                    .replace("size '[", "size '[")
+                    "gradient and the tensor are the same size".replace(", ", ",").replace(
+                        "size '[", "size '["
+                    )
                 )
         self._grad = value
 
@@ -252,9 +254,7 @@ class Tensor:
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Call `hook(grad)` when the gradient for this tensor is computed."""
         if not self._requires_grad:
-            raise RuntimeError(
-                "cannot register a hook on a tensor that doesn't require gradient"
-            )
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is None:
             return _add_hook(self, "_hooks", hook)
         return _add_hook(self.grad_fn, "pre_hooks", ("tensor", self._output_nr, hook))
@@ -265,6 +265,14 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         """Make this tensor a leaf that does not require grad."""
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            )
         self.grad_fn = None
         self._requires_grad = False
         self._retains_grad = False
@@ -301,9 +309,7 @@ class Tensor:
     def _scalar(self, kind: str) -> float | int | bool:
         if self.data_.size != 1:
             if kind == "bool":
-                raise RuntimeError(
-                    "Boolean value of Tensor with more than one value is ambiguous"
-                )
+                raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
             raise ValueError("only one element tensors can be converted to Python scalars")
         return self.data_.reshape(()).item()
 
@@ -386,8 +392,10 @@ class Tensor:
             _write(self, result.data_)
             self._vc[0] += 1
             return self
-        if self._base is not None and self._base._view_index is None and self._view_index is not None:
-            return _inplace_on_view(self, fn, args, kwargs)
+        if self._base is not None:
+            done = ops.inplace_on_view(self, fn, args, kwargs)
+            if done is not None:
+                return done
         # the pre-update value is a copy: its own version counter, so the op's saved
         # `self` (the original value, as PyTorch keeps it) is not invalidated below
         snapshot = Tensor._make(
@@ -595,24 +603,6 @@ def _register_retain(t: Tensor) -> None:
     node.retained[t._output_nr] = weakref.ref(t)
 
 
-def _inplace_on_view(view: Tensor, fn: Callable[..., Tensor], args: Any, kwargs: Any) -> Tensor:
-    """In-place op on a view of a tensor that records: rewrite the base through
-    CopySlices, then re-derive the view from it (as PyTorch does)."""
-    base = view._base
-    snapshot = Tensor._make(
-        view.data_.copy(), view._requires_grad, view.grad_fn, [view._vc[0]], view._output_nr
-    )
-    result = fn(snapshot, *args, **kwargs)
-    ops.setitem(base, view._view_index, result)
-    fresh = ops.as_strided_view(base, view._view_index)
-    view.grad_fn = fresh.grad_fn
-    view._requires_grad = True
-    view._output_nr = 0
-    if fresh.grad_fn is not None:
-        fresh.grad_fn.outputs = weakref.ref(view)
-    return view
-
-
 def _as_tensor(v: Any) -> Tensor:
     if isinstance(v, Tensor):
         return v
@@ -631,7 +621,5 @@ def _norm_dim(dim: int, ndim: int) -> int:
 from . import ops  # noqa: E402  (ops needs Tensor defined first)
 
 # What scripts may read and assign on a tensor (the sandbox refuses everything else).
-Tensor.__ad_attrs__ = frozenset(
-    n for n in dir(Tensor) if not n.startswith("_") and n != "data_"
-)
+Tensor.__ad_attrs__ = frozenset(n for n in dir(Tensor) if not n.startswith("_") and n != "data_")
 Tensor.__ad_settable__ = frozenset({"grad", "requires_grad", "data"})

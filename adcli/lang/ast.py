@@ -22,18 +22,33 @@ from adcli.source import Source, Span
 class Node:
     """Base of all nodes; every concrete node has a `span: Span` field."""
 
-    def children(self) -> Iterator[Node]:
+    def children(self) -> list[Node]:
         """Direct child nodes, in source order."""
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
+        names = _CHILD_FIELDS.get(type(self))
+        if names is None:
+            names = _child_fields(type(self))
+        out: list[Node] = []
+        for name in names:
+            value = getattr(self, name)
             if isinstance(value, Node):
-                yield value
+                out.append(value)
             elif isinstance(value, tuple):
                 for item in value:
                     if isinstance(item, Node):
-                        yield item
+                        out.append(item)
                     elif isinstance(item, tuple):
-                        yield from (x for x in item if isinstance(x, Node))
+                        out.extend(x for x in item if isinstance(x, Node))
+        return out
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_SKIP_FIELDS = frozenset({"span", "source", "op", "ops", "id", "attr", "name", "kind"})
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    names = tuple(f.name for f in fields(cls) if f.name not in _SKIP_FIELDS)  # type: ignore[arg-type]
+    _CHILD_FIELDS[cls] = names
+    return names
 
 
 # ------------------------------------------------------------------ expressions
@@ -522,7 +537,7 @@ def walk(node: Node) -> Iterator[Node]:
     while stack:
         n = stack.pop()
         yield n
-        kids = list(n.children())
+        kids = n.children()
         kids.reverse()
         stack.extend(kids)
 

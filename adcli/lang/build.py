@@ -868,6 +868,8 @@ def _strip_strings(text: str) -> str:
 # ---------------------------------------------------------------- validation
 
 _CHAIN_PARENTS = (ast.Attribute, ast.Subscript, ast.Call)
+# Wrapper nodes add no run-time nesting of their own.
+_WRAPPERS = (ast.Arg, ast.Param, ast.Comprehension, ast.WithItem, ast.ExceptHandler, ast.Alias)
 
 
 def validate(module: ast.Module) -> None:
@@ -917,4 +919,5 @@ def validate(module: ast.Module) -> None:
             ):
                 stack.append((child, depth, in_func, in_loop))
             else:
-                stack.append((child, depth + 1, in_func, in_loop))
+                step = 0 if isinstance(child, _WRAPPERS) else 1
+                stack.append((child, depth + step, in_func, in_loop))

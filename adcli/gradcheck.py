@@ -1,0 +1,1253 @@
+"""Gradients checked against finite differences.
+
+Two users:
+
+* the builtins `torch.autograd.gradcheck` and `gradgradcheck`, with PyTorch's
+  arguments, results and messages (slow mode: a full numerical Jacobian by
+  central differences, an analytical one by one vector-Jacobian product per
+  output element);
+* `adcli check FILE`, which runs a script and checks every gradient its
+  `backward()` and `autograd.grad()` calls compute.
+
+How `adcli check` gets its numbers (the method is in its help text too):
+while the script runs, every graph node also keeps what it takes to run its
+forward again (the operation's parameters and the values of its inputs that do
+not come from another node: constants and leaves, copied when the node is
+made). After each backward/grad call, the graph behind the call's roots is
+re-evaluated in float64, once as it was and then twice per element of each
+differentiated tensor (the leaves a backward() reached, or grad()'s inputs),
+with that element moved by +eps and -eps. The scalar differentiated is
+sum(root * gradient given to the root), so a vector-Jacobian product is checked
+as it was asked. The central difference is compared with what the engine
+computed; a value that left the graph (`detach()`, `.item()`, a comparison)
+stays fixed, as it does for the analytic gradient, and a training loop is
+checked at each step's own parameter values. Where the one-sided differences
+disagree with each other (relu at 0, abs at 0, clamp at a bound, a tie in max)
+a mismatch is a "kink", not a failure. For a `create_graph=True` call, second
+derivatives are checked too: the gradient graph the engine built is
+differentiated once more and compared with central differences of the
+first-order gradient, recomputed (forward and backward, in float64) at each
+perturbed point.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+
+from .autograd import dtypes, engine, grad_mode, ops
+from .autograd.config import config as engine_config
+from .autograd.node import AccumulateGrad, Function, Node
+from .autograd.tensor import Tensor
+
+__all__ = [
+    "GradcheckError",
+    "gradcheck",
+    "gradgradcheck",
+    "CheckOptions",
+    "check_path",
+    "check_text",
+]
+
+
+# ====================================================================== builtins
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck/gradgradcheck when a check fails (PyTorch's class name)."""
+
+
+@contextmanager
+def _muted() -> Iterator[None]:
+    """No backward/grad events for the calls made here (they are not the script's)."""
+    saved = engine.listeners[:]
+    engine.listeners.clear()
+    try:
+        yield
+    finally:
+        engine.listeners[:] = saved
+
+
+def _as_tuple(x: Any) -> tuple[Any, ...]:
+    if isinstance(x, tuple):
+        return x
+    if isinstance(x, list):
+        return tuple(x)
+    return (x,)
+
+
+def _outputs_of(value: Any) -> tuple[Tensor, ...]:
+    outs = _as_tuple(value)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"gradcheck: the function must return tensors, not {type(o).__name__}")
+    return outs
+
+
+def gradcheck(
+    func: Callable[..., Any],
+    inputs: Any,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_batched_forward_grad: bool = False,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
+    fast_mode: bool = False,
+    masked: bool | None = None,
+) -> bool:
+    """torch.autograd.gradcheck: True when the analytical Jacobian of `func` at
+    `inputs` matches central finite differences; else raises GradcheckError
+    (or returns False with raise_exception=False)."""
+    if not raise_exception:
+        try:
+            return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol)
+        except GradcheckError:
+            return False
+    return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol)
+
+
+def _gradcheck(
+    func: Callable[..., Any], inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float
+) -> bool:
+    tupled = _as_tuple(inputs)
+    diff_inputs = [t for t in tupled if isinstance(t, Tensor) and t._requires_grad]
+    for i, t in enumerate(tupled):
+        if isinstance(t, Tensor) and t._requires_grad and t.data_.dtype != np.float64:
+            engine_config.warn(
+                f"Input #{i} requires gradient and is not a double precision floating point "
+                "or complex. This check will likely fail if all the inputs are not of double "
+                "precision floating point or complex. "
+            )
+    if not diff_inputs:
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, but none of "
+            "them have requires_grad=True."
+        )
+    func_out = _outputs_of(func(*tupled))
+    numerical = _numerical_jacobian(func, tupled, diff_inputs, func_out, eps)
+    outputs = [(i, o) for i, o in enumerate(func_out) if o._requires_grad]
+    if not outputs:
+        for per_input in numerical:
+            for n in per_input:
+                if not np.allclose(n.data_, 0.0, rtol=rtol, atol=atol):
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
+        return True
+    for k, (i, o) in enumerate(outputs):
+        analytical = _analytical_jacobian(o, diff_inputs, nondet_tol)
+        for j, a in enumerate(analytical):
+            n = numerical[i][j]
+            dt = np.promote_types(a.data_.dtype, n.data_.dtype)
+            with np.errstate(all="ignore"):
+                close = np.allclose(
+                    a.data_.astype(dt), n.data_.astype(dt), rtol=rtol, atol=atol, equal_nan=False
+                )
+            if not close:
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {k:d} with respect to input {j:d},\n"
+                    f"numerical:{n}\nanalytical:{a}\n"
+                )
+    return True
+
+
+def _numerical_jacobian(
+    func: Callable[..., Any],
+    tupled: tuple[Any, ...],
+    diff_inputs: list[Tensor],
+    func_out: tuple[Tensor, ...],
+    eps: float,
+) -> list[list[Tensor]]:
+    """numerical[output][input]: (input.numel(), output.numel()) by central differences,
+    each input element moved in place as PyTorch does (without a version bump)."""
+    cols: list[list[np.ndarray]] = [
+        [np.zeros((x.data_.size, o.data_.size), o.data_.dtype) for x in diff_inputs]
+        for o in func_out
+    ]
+    for j, x in enumerate(diff_inputs):
+        flat = x.data_.reshape(-1)  # a view: writes reach the tensor
+        if not np.shares_memory(flat, x.data_):  # pragma: no cover - non-contiguous data
+            x.data_ = np.ascontiguousarray(x.data_)
+            flat = x.data_.reshape(-1)
+        for k in range(flat.size):
+            orig = flat[k].copy()
+            flat[k] = orig - eps
+            outa = [o.data_.copy() for o in _outputs_of(func(*tupled))]
+            flat[k] = orig + eps
+            outb = [o.data_.copy() for o in _outputs_of(func(*tupled))]
+            flat[k] = orig
+            for i, (a, b) in enumerate(zip(outa, outb, strict=True)):
+                with np.errstate(all="ignore"):
+                    d = (b - a) / np.asarray(2 * eps, b.dtype)
+                cols[i][j][k] = d.reshape(-1)
+    return [[Tensor._make(c) for c in per_out] for per_out in cols]
+
+
+def _analytical_jacobian(
+    output: Tensor, diff_inputs: list[Tensor], nondet_tol: float
+) -> list[Tensor]:
+    """(input.numel(), output.numel()) per input, one vjp per output element (twice, to
+    tell a non-reentrant backward, as PyTorch does)."""
+
+    def rows() -> list[np.ndarray]:
+        jac = [np.zeros((x.data_.size, output.data_.size), x.data_.dtype) for x in diff_inputs]
+        for k in range(output.data_.size):
+            onehot = np.zeros(output.data_.shape, output.data_.dtype)
+            onehot.reshape(-1)[k] = 1
+            with _muted():
+                gs = engine.grad(
+                    output,
+                    diff_inputs,
+                    Tensor._make(onehot),
+                    retain_graph=True,
+                    allow_unused=True,
+                )
+            for j, g in enumerate(gs):
+                if g is not None:
+                    if g.data_.size != diff_inputs[j].data_.size:
+                        raise GradcheckError("Analytical gradient has incorrect size")
+                    jac[j][:, k] = g.data_.reshape(-1)
+        return jac
+
+    first = rows()
+    second = rows()
+    for a, b in zip(first, second, strict=True):
+        if a.size and not np.all(np.abs(a - b) <= nondet_tol):
+            raise GradcheckError(
+                "Backward is not reentrant, i.e., running backward with same input and "
+                "grad_output multiple times gives different values, although analytical "
+                "gradient matches numerical gradient.The tolerance for nondeterminism was "
+                f"{nondet_tol}."
+            )
+    return [Tensor._make(a) for a in first]
+
+
+def gradgradcheck(
+    func: Callable[..., Any],
+    inputs: Any,
+    grad_outputs: Any = None,
+    *,
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    gen_non_contig_grad_outputs: bool = False,
+    raise_exception: bool = True,
+    nondet_tol: float = 0.0,
+    check_undefined_grad: bool = True,
+    check_grad_dtypes: bool = False,
+    check_batched_grad: bool = False,
+    check_fwd_over_rev: bool = False,
+    check_rev_over_rev: bool = True,
+    fast_mode: bool = False,
+    masked: bool = False,
+) -> bool:
+    """torch.autograd.gradgradcheck: gradcheck of the function's vector-Jacobian
+    product. Without `grad_outputs`, random ones uniform in [-1, 1) are drawn from
+    the global generator, as torch.testing.make_tensor draws them."""
+    from .autograd import random as rng
+
+    tupled = _as_tuple(inputs)
+    if grad_outputs is None:
+        outs = [o for o in _outputs_of(func(*tupled)) if o._requires_grad]
+        gos = []
+        for o in outs:
+            dt = o.data_.dtype if o.data_.dtype.kind == "f" else np.dtype(np.float64)
+            data = rng.default_generator.uniform(o.data_.shape, -1.0, 1.0, dt.name)
+            gos.append(ops._finish(np.asarray(data, dt), True))
+        tupled_go = tuple(gos)
+    else:
+        tupled_go = _as_tuple(grad_outputs)
+    n_out = len(tupled_go)
+    diff_in = {i for i, x in enumerate(tupled) if isinstance(x, Tensor) and x._requires_grad}
+    diff_go = {i for i, x in enumerate(tupled_go) if isinstance(x, Tensor) and x._requires_grad}
+
+    def new_func(*args: Any) -> tuple[Tensor, ...]:
+        in_args = args[:-n_out] if n_out else args
+        outs = [o for o in _outputs_of(func(*in_args)) if o._requires_grad]
+        gos = tuple(x for x in args[len(args) - n_out :])
+        diff = [x for i, x in enumerate(in_args) if i in diff_in]
+        with _muted():
+            gi = engine.grad(outs, diff, list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in gi if g is not None)
+
+    del diff_go  # requires_grad is kept on the tensors themselves here
+    return gradcheck(
+        new_func,
+        tupled + tupled_go,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+        nondet_tol=nondet_tol,
+    )
+
+
+# ====================================================================== replay
+
+_REC = "_adcli_replay"  # key in a Function node's __dict__ while `adcli check` runs
+
+
+class _Rec:
+    """What re-running one node's forward needs."""
+
+    __slots__ = ("args", "params")
+
+    def __init__(self, args: tuple[np.ndarray | None, ...], params: dict[str, Any]) -> None:
+        self.args = args  # constants' and leaves' values as float64 (None: from a node)
+        self.params = params  # keyword parameters, float dtypes widened to float64
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return a.astype(np.float64)  # always a copy
+    return np.array(a, copy=True)
+
+
+def _wide_param(v: Any) -> Any:
+    if isinstance(v, np.dtype) and v.kind == "f":
+        return np.dtype(np.float64)
+    if isinstance(v, dtypes.DType) and v.is_floating_point:
+        return dtypes.float64
+    if isinstance(v, type) and issubclass(v, np.floating):
+        return np.float64
+    return v
+
+
+@contextmanager
+def recording() -> Iterator[None]:
+    """While active, every node `Function.apply` records keeps a `_Rec`."""
+    original = Function.__dict__["apply"]
+    apply = original.__func__
+
+    def recording_apply(cls: type[Function], *inputs: Any, **params: Any) -> Any:
+        out = apply(cls, *inputs, **params)
+        first = out[0] if type(out) is tuple else out
+        node = first.grad_fn if isinstance(first, Tensor) else None
+        if node is not None and type(node) is cls and _REC not in node.__dict__:
+            args = []
+            for t, (nxt, _) in zip(inputs, node.next_functions, strict=True):
+                if t is None or (nxt is not None and not isinstance(nxt, AccumulateGrad)):
+                    args.append(None)
+                else:
+                    args.append(_wide(t.data_))
+            node.__dict__[_REC] = _Rec(tuple(args), {k: _wide_param(v) for k, v in params.items()})
+        return out
+
+    Function.apply = classmethod(recording_apply)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        Function.apply = original  # type: ignore[method-assign]
+
+
+class Unreplayable(Exception):
+    """The graph cannot be evaluated again (the reason is the message)."""
+
+
+Edge = tuple[Node, int]
+
+
+class Replay:
+    """The graph behind some roots, evaluated again in float64 with one tensor moved."""
+
+    def __init__(self, roots: Sequence[Tensor], root_grads: Sequence[Tensor]) -> None:
+        self.root_edges: list[Edge] = [engine._edge_of(r) for r in roots]
+        self.root_grads = [np.asarray(g.data_, np.float64) for g in root_grads]
+        self.leaf_roots = {
+            id(edge[0]): _wide(r.data_)
+            for r, edge in zip(roots, self.root_edges, strict=True)
+            if isinstance(edge[0], AccumulateGrad)
+        }
+        seen: set[Node] = set()
+        stack = [n for n, _ in self.root_edges]
+        funcs: list[Node] = []
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if not isinstance(node, AccumulateGrad):
+                if getattr(node, "__dict__", {}).get(_REC) is None:
+                    raise Unreplayable(f"{node.name()} was made before checking started")
+                funcs.append(node)
+            for nxt, _ in node.next_functions:
+                if nxt is not None and nxt not in seen:
+                    stack.append(nxt)
+            inner = _inner_node(node)
+            if inner is not None and _REC not in inner.__dict__:
+                raise Unreplayable(f"{inner.name()} was not recorded")
+        funcs.sort(key=lambda n: n.seq)
+        self.order = funcs
+        self.nodes = seen
+        self.consumers: dict[Node, list[Node]] = {}
+        for node in funcs:
+            for nxt, _ in node.next_functions:
+                if nxt is not None:
+                    users = self.consumers.setdefault(nxt, [])
+                    if not users or users[-1] is not node:
+                        users.append(node)
+        self.base: dict[Node, tuple[np.ndarray, ...]] = {}
+        for node in funcs:
+            self.base[node] = self._forward(node, self.base, None, None)
+        self._dirty: dict[Node, list[Node]] = {}
+
+    def first_use(self, node: Node) -> int:
+        """Creation number of the first node that uses `node` (leaves sort by it)."""
+        users = self.consumers.get(node)
+        return users[0].seq if users else 1 << 62
+
+    # ------------------------------------------------------------ evaluating
+    def _read(
+        self,
+        node: Node,
+        pos: int,
+        rec: _Rec,
+        vals: dict[Node, tuple[np.ndarray, ...]],
+        target: Edge | None,
+        delta: np.ndarray | None,
+    ) -> np.ndarray | None:
+        nxt, nr = node.next_functions[pos]
+        if nxt is None:
+            return rec.args[pos]
+        if isinstance(nxt, AccumulateGrad):
+            v = rec.args[pos]
+            nr = 0
+        else:
+            v = vals[nxt][nr]
+        if target is not None and nxt is target[0] and nr == target[1]:
+            v = v + delta
+        return v
+
+    def _forward(
+        self,
+        node: Node,
+        vals: dict[Node, tuple[np.ndarray, ...]],
+        target: Edge | None,
+        delta: np.ndarray | None,
+    ) -> tuple[np.ndarray, ...]:
+        rec: _Rec = node.__dict__[_REC]
+        args = [
+            self._read(node, i, rec, vals, target, delta) for i in range(len(node.next_functions))
+        ]
+        inner = _inner_node(node)
+        if inner is not None:  # CopySlicesOp: an in-place op on a view, run on the slice
+            base = args[0]
+            index = rec.params["index"]
+            irec: _Rec = inner.__dict__[_REC]
+            iargs = [
+                self._read(inner, i, irec, vals, target, delta)
+                for i in range(len(inner.next_functions))
+            ]
+            iargs[0] = np.array(base[index], copy=True)
+            value = _call_forward(inner, irec, iargs)[0]
+            out = np.array(base, copy=True)
+            out[index] = value
+            return (out,)
+        return _call_forward(node, rec, args)
+
+    def dirty(self, target: Edge) -> list[Node]:
+        """The nodes whose value depends on `target`, in creation order."""
+        key = target[0]
+        got = self._dirty.get(key)
+        if got is not None:
+            return got
+        seen: set[Node] = set()
+        stack = list(self.consumers.get(key, ()))
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.extend(self.consumers.get(node, ()))
+        got = sorted(seen, key=lambda n: n.seq)
+        self._dirty[key] = got
+        return got
+
+    def value(self, target: Edge | None = None, delta: np.ndarray | None = None) -> float:
+        """sum(root * gradient given to the root), with `target` moved by `delta`."""
+        vals = self.base
+        if target is not None:
+            vals = dict(self.base)
+            for node in self.dirty(target):
+                vals[node] = self._forward(node, vals, target, delta)
+        total = 0.0
+        for (node, nr), g in zip(self.root_edges, self.root_grads, strict=True):
+            if isinstance(node, AccumulateGrad):
+                v = self.leaf_roots[id(node)]
+                nr = 0
+            else:
+                v = vals[node][nr]
+            if target is not None and node is target[0] and nr == target[1]:
+                v = v + delta
+            with np.errstate(all="ignore"):
+                total += float(np.sum(v * g))
+        return total
+
+    def root_values(self) -> list[np.ndarray]:
+        out = []
+        for node, nr in self.root_edges:
+            if isinstance(node, AccumulateGrad):
+                out.append(self.leaf_roots[id(node)])
+            else:
+                out.append(self.base[node][nr])
+        return out
+
+    # ------------------------------------------------------------ rebuilding
+    def gradients_at(
+        self,
+        targets: list[Edge],
+        shapes: list[tuple[int, ...]],
+        moved: int | None,
+        delta: np.ndarray | None,
+    ) -> list[np.ndarray]:
+        """First-order gradients of value() w.r.t. each target, recomputed (a new graph
+        in float64, then the engine's backward) with targets[moved] moved by delta."""
+        deltas = []
+        for i, shape in enumerate(shapes):
+            d = delta if i == moved and delta is not None else np.zeros(shape, np.float64)
+            deltas.append(Tensor._make(np.array(d, np.float64), True))
+        index = {(id(n), nr): i for i, (n, nr) in enumerate(targets)}
+
+        def shifted(t: Tensor, edge_key: tuple[int, int]) -> Tensor:
+            i = index.get(edge_key)
+            return t if i is None else ops.add(t, deltas[i])
+
+        prev = grad_mode.state.enabled
+        grad_mode.state.enabled = True
+        try:
+            with _muted(), np.errstate(all="ignore"):
+                tens: dict[Node, tuple[Tensor, ...]] = {}
+                for node in self.order:
+                    if _inner_node(node) is not None:
+                        raise Unreplayable("an in-place operation on a view")
+                    rec: _Rec = node.__dict__[_REC]
+                    args: list[Tensor | None] = []
+                    for pos, (nxt, nr) in enumerate(node.next_functions):
+                        snap = rec.args[pos]
+                        if nxt is None:
+                            args.append(None if snap is None else Tensor._make(snap))
+                        elif isinstance(nxt, AccumulateGrad):
+                            args.append(shifted(Tensor._make(snap), (id(nxt), 0)))
+                        else:
+                            args.append(shifted(tens[nxt][nr], (id(nxt), nr)))
+                    out = type(node).apply(*args, **rec.params)
+                    tens[node] = tuple(out) if type(node).multi_output else (out,)
+                roots: list[Tensor] = []
+                grads: list[Tensor] = []
+                for (node, nr), g in zip(self.root_edges, self.root_grads, strict=True):
+                    if isinstance(node, AccumulateGrad):
+                        r = shifted(Tensor._make(self.leaf_roots[id(node)]), (id(node), 0))
+                    else:
+                        r = shifted(tens[node][nr], (id(node), nr))
+                    if r._requires_grad:
+                        roots.append(r)
+                        grads.append(Tensor._make(g))
+                if not roots:
+                    return [np.zeros(s, np.float64) for s in shapes]
+                gs = engine.grad(roots, deltas, grads, allow_unused=True)
+        finally:
+            grad_mode.state.enabled = prev
+        return [
+            np.zeros(s, np.float64) if g is None else np.asarray(g.data_, np.float64)
+            for g, s in zip(gs, shapes, strict=True)
+        ]
+
+
+def _inner_node(node: Node) -> Node | None:
+    if type(node).__name__ == "CopySlicesOp":
+        return node.__dict__[_REC].params.get("node") if _REC in node.__dict__ else None
+    return None
+
+
+def _call_forward(node: Node, rec: _Rec, args: list[np.ndarray | None]) -> tuple[np.ndarray, ...]:
+    cls = type(node)
+    ctx = cls.__new__(cls)
+    ctx.saved = ()
+    ctx.needs_input_grad = getattr(node, "needs_input_grad", (True,) * len(args))
+    tensors = [None if a is None else Tensor._make(a) for a in args]
+    prev = grad_mode.state.enabled
+    grad_mode.state.enabled = False
+    try:
+        with np.errstate(all="ignore"):
+            out = cls.forward(ctx, *tensors, **rec.params)
+    except Exception as exc:
+        raise Unreplayable(f"{node.name()} could not run again: {exc}") from exc
+    finally:
+        grad_mode.state.enabled = prev
+    if cls.multi_output:
+        return tuple(_as_f64(o) for o in out)
+    return (_as_f64(out),)
+
+
+def _as_f64(a: Any) -> np.ndarray:
+    a = np.asarray(a.data_ if isinstance(a, Tensor) else a)
+    return a.astype(np.float64) if a.dtype.kind == "f" and a.dtype != np.float64 else a
+
+
+# ====================================================================== checking
+
+
+@dataclass
+class Stat:
+    """How one differentiated tensor (or one second-derivative block) compared."""
+
+    names: tuple[str, ...]  # (tensor,) or, for a second-derivative block, (u, v)
+    shape: tuple[int, ...]
+    checked: int = 0  # elements compared (over all merged calls)
+    per_call: int = 0  # elements compared in one call
+    total: int = 0  # elements it has
+    fails: int = 0
+    kinks: int = 0
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    hook: bool = False  # a hook changed the gradient that flowed into it
+    calls: int = 1
+
+    def merge(self, other: Stat) -> None:
+        self.checked += other.checked
+        self.per_call = max(self.per_call, other.per_call)
+        self.total = max(self.total, other.total)
+        self.fails += other.fails
+        self.kinks += other.kinks
+        self.max_abs = _nanmax(self.max_abs, other.max_abs)
+        self.max_rel = _nanmax(self.max_rel, other.max_rel)
+        self.hook = self.hook or other.hook
+        self.calls += other.calls
+
+
+def _nanmax(a: float, b: float) -> float:
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return max(a, b)
+
+
+@dataclass
+class CallCheck:
+    """The checks of one backward()/grad() call (or of a run of them from one line)."""
+
+    kind: str
+    line: int | None
+    call_text: str | None
+    first: list[Stat] = field(default_factory=list)
+    second: list[Stat] = field(default_factory=list)
+    skipped: str | None = None  # why the call could not be checked
+    second_skipped: str | None = None
+    notes: list[str] = field(default_factory=list)
+    calls: int = 1
+
+    def key(self) -> tuple[Any, ...]:
+        return (
+            self.kind,
+            self.line,
+            self.call_text,
+            tuple((s.names, s.shape) for s in self.first),
+            tuple((s.names, s.shape) for s in self.second),
+            self.skipped,
+            self.second_skipped,
+        )
+
+    def merge(self, other: CallCheck) -> None:
+        for a, b in zip(self.first, other.first, strict=True):
+            a.merge(b)
+        for a, b in zip(self.second, other.second, strict=True):
+            a.merge(b)
+        for n in other.notes:
+            if n not in self.notes:
+                self.notes.append(n)
+        self.calls += other.calls
+
+
+@dataclass
+class CheckOptions:
+    """How `adcli check` compares."""
+
+    eps: float = 1e-6
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    max_elements: int = 1000
+    full: bool = False  # one table per call, even in loops
+    width: int | None = None
+    color: bool | None = None
+    debug: bool = False
+    display_name: str | None = None
+
+
+def _compare(
+    analytic: np.ndarray,
+    f0: np.ndarray,
+    fp: np.ndarray,
+    fm: np.ndarray,
+    opts: CheckOptions,
+    stat: Stat,
+) -> None:
+    """Fold the comparison of analytic values with central differences into `stat`."""
+    eps, rtol, atol = opts.eps, opts.rtol, opts.atol
+    a = np.asarray(analytic, np.float64).reshape(-1)
+    with np.errstate(all="ignore"):
+        c = (fp - fm) / (2 * eps)
+        r = (fp - f0) / eps
+        left = (f0 - fm) / eps
+        err = np.abs(a - c)
+        ok = err <= atol + rtol * np.abs(c)
+        ok |= (a == c) | (np.isnan(a) & np.isnan(c))
+        finite_f = np.isfinite(f0) & np.isfinite(fp) & np.isfinite(fm)
+        sided = ~(np.abs(r - left) <= atol + rtol * np.maximum(np.abs(r), np.abs(left)))
+        near_r = np.abs(a - r) <= atol + rtol * np.abs(r)
+        near_l = np.abs(a - left) <= atol + rtol * np.abs(left)
+        tol = atol + rtol * np.abs(c)
+        between = (a >= np.minimum(r, left) - tol) & (a <= np.maximum(r, left) + tol)
+        kink = ~ok & ((sided & (near_r | near_l | between)) | ~finite_f)
+        fail = ~ok & ~kink
+        counted = ~kink
+        # relative to the larger value, and to no less than atol/rtol (near zero a
+        # relative error says nothing)
+        floor = atol / rtol if rtol > 0 else atol
+        scale = np.maximum(np.maximum(np.abs(a), np.abs(c)), floor)
+        rel = np.where(err == 0, 0.0, err / np.where(scale == 0, 1.0, scale))
+    stat.checked += int(a.size)
+    stat.per_call += int(a.size)
+    stat.fails += int(fail.sum())
+    stat.kinks += int(kink.sum())
+    if counted.any():
+        e, q = err[counted], rel[counted]
+        stat.max_abs = _nanmax(stat.max_abs, float(np.nan if np.isnan(e).any() else e.max()))
+        stat.max_rel = _nanmax(stat.max_rel, float(np.nan if np.isnan(q).any() else q.max()))
+
+
+def _picked(n: int, limit: int) -> np.ndarray:
+    """Which elements of an n-element tensor are checked (all, or evenly spread)."""
+    if n <= limit:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, limit).round().astype(np.int64))
+
+
+def _label_name(obj: Any) -> str | None:
+    from .provenance import label_of
+
+    lab = label_of(obj)
+    if lab is None:
+        return None
+    return lab.name or lab.expr
+
+
+class _Target:
+    """One tensor the call differentiated: its edge, name, analytic gradient."""
+
+    def __init__(
+        self,
+        edge: Edge,
+        tensor: Tensor | None,
+        name: str,
+        grad: Tensor | None,
+        shape: tuple[int, ...],
+        hook: bool,
+    ) -> None:
+        self.edge = edge
+        self.tensor = tensor
+        self.name = name
+        self.grad = grad
+        self.shape = shape
+        self.hook = hook
+
+
+def _targets(event: engine.BackwardEvent) -> list[_Target]:
+    entries = {id(e.node): e for e in event.entries}
+    out: list[_Target] = []
+    leaf_n = 0
+
+    def name_for(tensor: Tensor | None, node: Node) -> str:
+        nonlocal leaf_n
+        name = _label_name(tensor) if tensor is not None else None
+        if name is None:
+            name = _label_name(node)
+        if name is None:
+            if isinstance(node, AccumulateGrad):
+                leaf_n += 1
+                name = f"leaf#{leaf_n}"
+            else:
+                name = node.name()
+        return name
+
+    if event.kind == "grad" or event.inputs is not None:
+        results = event.results if event.kind == "grad" else None
+        for i, t in enumerate(event.inputs or []):
+            node, nr = engine._edge_of(t)
+            e = entries.get(id(node))
+            if results is not None:
+                g = results[i]
+            else:
+                g = e.grads[nr] if e is not None and nr < len(e.grads) else None
+            hook = bool(e is not None and e.hook_changed)
+            out.append(_Target((node, nr), t, name_for(t, node), g, tuple(t.data_.shape), hook))
+        return out
+    for e in event.entries:
+        node = e.node
+        if not isinstance(node, AccumulateGrad):
+            continue
+        var = node.variable  # None when the script no longer holds the leaf
+        g = e.grads[0] if e.grads else None
+        if var is None and g is None:
+            continue
+        shape = tuple((var if var is not None else g).data_.shape)
+        out.append(_Target((node, 0), var, name_for(var, node), g, shape, e.hook_changed))
+    return out
+
+
+class Checker:
+    """Checks each event of a running script; collects CallChecks."""
+
+    def __init__(self, opts: CheckOptions) -> None:
+        self.opts = opts
+        self.checks: list[CallCheck] = []
+        self._by_key: dict[tuple[Any, ...], CallCheck] = {}
+
+    def on_event(self, event: engine.BackwardEvent, span: Any, call_text: str | None) -> None:
+        line = span.line if span is not None else None
+        cc = CallCheck(event.kind, line, call_text)
+        try:
+            self._check(event, cc)
+        except Unreplayable as exc:
+            cc.skipped = str(exc)
+            cc.first = []
+            cc.second = []
+        except Exception as exc:  # an adcli bug: report it, go on with the script
+            if self.opts.debug:
+                raise
+            cc.skipped = f"internal error: {type(exc).__name__}: {exc}"
+            cc.first = []
+            cc.second = []
+        self._add(cc)
+
+    def _add(self, cc: CallCheck) -> None:
+        """Calls from one line with the same tensors (a loop) share one table."""
+        if not self.opts.full:
+            key = cc.key()
+            first = self._by_key.get(key)
+            if first is not None:
+                first.merge(cc)
+                return
+            self._by_key[key] = cc
+        self.checks.append(cc)
+
+    def _check(self, event: engine.BackwardEvent, cc: CallCheck) -> None:
+        opts = self.opts
+        targets = _targets(event)
+        hooked = [e for e in event.entries if e.hook_changed]
+        for e in hooked:
+            node = e.node
+            if isinstance(node, AccumulateGrad):
+                var = node.variable
+                name = (_label_name(var) if var is not None else None) or _label_name(node)
+                what = f"a hook on {name or 'a leaf'} changed its gradient"
+            else:
+                tensor = node.output_tensor(0)
+                name = (_label_name(tensor) if tensor is not None else None) or _label_name(node)
+                what = f"a hook on {name or node.name()} changed the gradient that flowed into it"
+            cc.notes.append(f"{what}: the result is no longer the derivative")
+        if not targets:
+            return
+        replay = Replay(event.roots, event.root_grads)
+        for got, root in zip(replay.root_values(), event.roots, strict=True):
+            want = np.asarray(root.data_, np.float64)
+            tol = 1e-9 if root.data_.dtype == np.float64 else 1e-4
+            with np.errstate(all="ignore"):
+                same = np.allclose(
+                    got,
+                    want,
+                    rtol=tol,
+                    atol=tol
+                    * max(
+                        1.0,
+                        float(np.nanmax(np.abs(want)))
+                        if want.size and np.isfinite(want).any()
+                        else 1.0,
+                    ),
+                    equal_nan=True,
+                )
+            if got.shape != want.shape or not same:
+                raise Unreplayable("evaluating the graph again gave different values")
+        if event.kind == "backward" and event.inputs is None:
+            targets.sort(key=lambda t: replay.first_use(t.edge[0]))
+        f0 = replay.value()
+        for t in targets:
+            stat = Stat(
+                (t.name,), t.shape, total=int(np.prod(t.shape, dtype=np.int64)), hook=t.hook
+            )
+            cc.first.append(stat)
+            if t.edge[0] not in replay.nodes:
+                # not reached from the roots: d root / d t is zero
+                analytic = np.zeros(t.shape) if t.grad is None else t.grad.data_
+                zeros = np.zeros(stat.total)
+                idx = _picked(stat.total, opts.max_elements)
+                _compare(
+                    np.asarray(analytic).reshape(-1)[idx],
+                    zeros[idx] + f0,
+                    zeros[idx] + f0,
+                    zeros[idx] + f0,
+                    opts,
+                    stat,
+                )
+                continue
+            analytic = (
+                np.zeros(t.shape, np.float64)
+                if t.grad is None
+                else np.asarray(t.grad.data_, np.float64)
+            )
+            if analytic.shape != t.shape:
+                analytic = np.broadcast_to(analytic, t.shape)
+            idx = _picked(stat.total, opts.max_elements)
+            fp = np.empty(idx.size)
+            fm = np.empty(idx.size)
+            delta = np.zeros(t.shape, np.float64)
+            flat = delta.reshape(-1)
+            for n, k in enumerate(idx):
+                flat[k] = opts.eps
+                fp[n] = replay.value(t.edge, delta)
+                flat[k] = -opts.eps
+                fm[n] = replay.value(t.edge, delta)
+                flat[k] = 0.0
+            _compare(analytic.reshape(-1)[idx], np.full(idx.size, f0), fp, fm, opts, stat)
+        if event.create_graph:
+            try:
+                self._second_order(replay, targets, cc)
+            except Unreplayable as exc:
+                cc.second = []
+                cc.second_skipped = str(exc)
+
+    def _second_order(self, replay: Replay, targets: list[_Target], cc: CallCheck) -> None:
+        opts = self.opts
+        usable = [t for t in targets if t.tensor is not None and t.tensor._requires_grad]
+        if not usable:
+            return
+        for t in usable:
+            n = int(np.prod(t.shape, dtype=np.int64))
+            if n > opts.max_elements:
+                cc.second_skipped = (
+                    f"{t.name} has {n} elements (more than --max-elements {opts.max_elements})"
+                )
+                return
+        analytic = _analytic_hessians(usable)
+        edges = [t.edge for t in usable]
+        shapes = [t.shape for t in usable]
+        g0 = replay.gradients_at(edges, shapes, None, None)
+        for vi, v in enumerate(usable):
+            nv = int(np.prod(v.shape, dtype=np.int64))
+            cols_p = [np.empty((int(np.prod(u.shape, dtype=np.int64)), nv)) for u in usable]
+            cols_m = [np.empty_like(c) for c in cols_p]
+            delta = np.zeros(v.shape, np.float64)
+            flat = delta.reshape(-1)
+            for k in range(nv):
+                flat[k] = opts.eps
+                gp = replay.gradients_at(edges, shapes, vi, delta)
+                flat[k] = -opts.eps
+                gm = replay.gradients_at(edges, shapes, vi, delta)
+                flat[k] = 0.0
+                for ui in range(len(usable)):
+                    cols_p[ui][:, k] = gp[ui].reshape(-1)
+                    cols_m[ui][:, k] = gm[ui].reshape(-1)
+            for ui, u in enumerate(usable):
+                stat = Stat((u.name, v.name), tuple(u.shape) + tuple(v.shape))
+                stat.total = cols_p[ui].size
+                h = analytic[ui][vi]
+                base = np.repeat(g0[ui].reshape(-1, 1), nv, axis=1)
+                if h is None:
+                    stat.checked = 0
+                    cc.second.append(stat)
+                    continue
+                _compare(
+                    h.reshape(-1),
+                    base.reshape(-1),
+                    cols_p[ui].reshape(-1),
+                    cols_m[ui].reshape(-1),
+                    opts,
+                    stat,
+                )
+                cc.second.append(stat)
+
+
+def _analytic_hessians(targets: list[_Target]) -> list[list[np.ndarray | None]]:
+    """[u][v]: d(grad u)/d v as a (u.numel(), v.numel()) matrix, differentiating the
+    gradient graph the engine built (hooks and retain_grad switched off meanwhile)."""
+    variables = [t.tensor for t in targets]
+    graphs = [t.grad for t in targets if t.grad is not None and t.grad.grad_fn is not None]
+    out: list[list[np.ndarray | None]] = []
+    restore = _silence_hooks(graphs)
+    try:
+        with _muted():
+            for u in targets:
+                nu = int(np.prod(u.shape, dtype=np.int64))
+                rows = [np.zeros((nu, int(np.prod(v.shape, dtype=np.int64)))) for v in targets]
+                g = u.grad
+                if g is not None and g.grad_fn is not None and g._requires_grad:
+                    for k in range(nu):
+                        onehot = np.zeros(g.data_.shape, g.data_.dtype)
+                        onehot.reshape(-1)[k] = 1
+                        try:
+                            res = engine.grad(
+                                [g],
+                                variables,
+                                [Tensor._make(onehot)],
+                                retain_graph=True,
+                                allow_unused=True,
+                            )
+                        except RuntimeError as exc:
+                            raise Unreplayable(
+                                "the gradient graph cannot be differentiated again: "
+                                + str(exc).split(". ")[0]
+                            ) from exc
+                        for vi, r in enumerate(res):
+                            if r is not None:
+                                rows[vi][k] = np.asarray(r.data_, np.float64).reshape(-1)
+                out.append(list(rows))
+    finally:
+        restore()
+    return out
+
+
+def _silence_hooks(graphs: list[Tensor]) -> Callable[[], None]:
+    """Switch off hooks and retain_grad on the gradient graphs while the checker
+    differentiates them (the script must not see it); returns the undo function."""
+    saved: list[tuple[Any, str, Any]] = []
+    seen: set[int] = set()
+    stack: list[Node | None] = [g.grad_fn for g in graphs]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for attr in ("pre_hooks", "retained"):
+            val = getattr(node, attr)
+            if val:
+                saved.append((node, attr, val))
+                setattr(node, attr, None)
+        if isinstance(node, AccumulateGrad):
+            var = node.variable
+            if var is not None and var._hooks:
+                saved.append((var, "_hooks", var._hooks))
+                var._hooks = None
+        for nxt, _ in node.next_functions:
+            if nxt is not None and id(nxt) not in seen:
+                stack.append(nxt)
+
+    def restore() -> None:
+        for obj, attr, val in saved:
+            setattr(obj, attr, val)
+
+    return restore
+
+
+# ====================================================================== the command
+
+
+def check_path(path: str, opts: CheckOptions) -> int:
+    """`adcli check FILE` (`-` reads stdin): print the checks, return the exit status."""
+    try:
+        if path == "-":
+            text, name = sys.stdin.read(), "<stdin>"
+        else:
+            with open(path, encoding="utf-8") as f:
+                text, name = f.read(), path
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        sys.stderr.write(f"adcli: error: cannot read '{path}': {reason}\n")
+        return 2
+    return check_text(text, opts.display_name or name, opts, sys.stdout, sys.stderr)
+
+
+def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[str]) -> int:
+    """Run script `text` quietly, check every gradient it computes, print the tables."""
+    from .errors import AdError, format_diagnostic
+    from .session import Hooks, Output, Session, SessionOptions
+
+    checker = Checker(opts)
+    hooks = Hooks(on_event=checker.on_event)
+    session = Session(
+        Output(lambda s: None, lambda s: None), hooks, SessionOptions(debug=opts.debug)
+    )
+    error: AdError | None = None
+    internal: str | None = None
+    try:
+        with recording():
+            session.run_text(text, name)
+    except AdError as e:
+        error = e
+    except Exception:
+        if opts.debug:
+            raise
+        internal = traceback.format_exc().strip().splitlines()[-1]
+    finally:
+        session.close()
+    failed = render_checks(checker.checks, opts, out)
+    if error is not None:
+        err.write(format_diagnostic(error).rstrip("\n") + "\n")
+    if internal is not None:
+        err.write(f"adcli: internal error: {internal} (run with --debug for the traceback)\n")
+    return 1 if failed or error is not None or internal is not None else 0
+
+
+def _fmt(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if v == 0:
+        return "0"
+    return f"{v:.1e}"
+
+
+def _result(s: Stat) -> str:
+    if s.checked == 0:
+        return "-"
+    if s.fails:
+        word = "FAIL" if s.fails == s.checked else f"FAIL ({s.fails} of {s.checked})"
+        return word + (" (hook)" if s.hook else "")
+    if s.kinks:
+        return "kink" if s.kinks == s.checked else f"ok ({s.kinks} at a kink)"
+    return "ok"
+
+
+def render_checks(checks: list[CallCheck], opts: CheckOptions, out: IO[str]) -> bool:
+    """Print the tables; True when some gradient failed."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from .render.report import format_shape
+    from .render.tables import make_console
+
+    color = opts.color
+    width = opts.width
+    if width is None and not _isatty(out):
+        width = 100
+    console = make_console(out, width=width, color=color)
+    parts: list[Any] = [
+        Text(
+            f"gradients vs central differences in float64 (eps={opts.eps:g}, "
+            f"rtol={opts.rtol:g}, atol={opts.atol:g})",
+            style="dim",
+        ),
+        Text(""),
+    ]
+    n_calls = n_ok = n_fail = n_kink = n_skip = 0
+    for cc in checks:
+        n_calls += cc.calls
+        head = Text()
+        head.append(cc.call_text or f"{cc.kind}()", style="bold")
+        if cc.line is not None:
+            head.append(f" at line {cc.line}")
+        if cc.calls > 1:
+            head.append(f"  ({cc.calls} calls)", style="dim")
+        parts.append(head)
+        if cc.skipped is not None:
+            n_skip += cc.calls
+            parts.append(Text(f"not checked: {cc.skipped}", style="yellow"))
+            parts.append(Text(""))
+            continue
+        if not cc.first:
+            parts.append(Text("nothing to check: no tensor was differentiated", style="dim"))
+        else:
+            parts.append(_stat_table(cc.first, ("tensor", "shape"), Table, box, Text, format_shape))
+        if cc.second:
+            parts.append(
+                Text("second derivatives (finite differences of the gradient)", style="bold")
+            )
+            parts.append(
+                _stat_table(cc.second, ("u", "v", "shape"), Table, box, Text, format_shape)
+            )
+        if cc.second_skipped:
+            parts.append(
+                Text(f"second derivatives not checked: {cc.second_skipped}", style="yellow")
+            )
+        for s in cc.first + cc.second:
+            if s.checked == 0:
+                continue
+            if s.fails:
+                n_fail += 1
+            elif s.kinks:
+                n_kink += 1
+            else:
+                n_ok += 1
+        if any(s.fails for s in cc.first + cc.second):
+            for note in cc.notes:
+                grid = Table.grid(padding=(0, 1, 0, 0))
+                grid.add_column(no_wrap=True)
+                grid.add_column()
+                grid.add_row(Text("note:", style="yellow"), Text(note))
+                parts.append(grid)
+        parts.append(Text(""))
+    if not checks:
+        parts.append(
+            Text("the script made no backward() or autograd.grad() call: nothing to check")
+        )
+    else:
+        rows = n_ok + n_kink + n_fail
+        summary = (
+            f"{n_calls} call{'s' if n_calls != 1 else ''} checked, "
+            f"{rows} gradient{'s' if rows != 1 else ''}: {n_ok + n_kink} ok"
+        )
+        if n_kink:
+            summary += f" ({n_kink} with kinks)"
+        summary += f", {n_fail} failed"
+        if n_skip:
+            summary += f"; {n_skip} call{'s' if n_skip != 1 else ''} not checked"
+        parts.append(Text(summary, style="bold red" if n_fail else "bold green"))
+    with console.capture() as capture:
+        for p in parts:
+            console.print(p)
+    text = capture.get()
+    out.write("\n".join(line.rstrip() for line in text.split("\n")))
+    if hasattr(out, "flush"):
+        out.flush()
+    return n_fail > 0
+
+
+def _stat_table(
+    stats: list[Stat],
+    heads: tuple[str, ...],
+    Table: Any,
+    box: Any,
+    Text: Any,
+    format_shape: Callable[[Any], str],
+) -> Any:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        header_style="bold",
+    )
+    for h in heads:
+        table.add_column(h, overflow="fold")
+    for h in ("checked", "max abs error", "max rel error", "result"):
+        table.add_column(h, no_wrap=True)
+    for s in stats:
+        names = s.names
+        checked = str(s.per_call) if s.per_call >= s.total else f"{s.per_call} of {s.total}"
+        res = _result(s)
+        style = "bold red" if s.fails else ("yellow" if s.kinks else "green")
+        table.add_row(
+            *[Text(n, style="bold cyan") for n in names],
+            Text(format_shape(s.shape)),
+            Text(checked),
+            Text(_fmt(s.max_abs)),
+            Text(_fmt(s.max_rel)),
+            Text(res, style=style),
+        )
+    return table
+
+
+def _isatty(f: IO[str]) -> bool:
+    try:
+        return bool(f.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
