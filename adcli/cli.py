@@ -256,6 +256,14 @@ def run(
             "made it (as torch.autograd.set_detect_anomaly(True)).",
         ),
     ] = False,
+    symbolic: Annotated[  # adcli.symbolic: formula columns and local rules in reports
+        bool,
+        typer.Option(
+            "--symbolic",
+            help="Show beside each number the formula it came from (checked numerically) "
+            "and each grad_fn's local derivative rule.",
+        ),
+    ] = False,
 ) -> None:
     """Run a script, printing a report of every backward pass."""
     if file != "-":
@@ -270,6 +278,7 @@ def run(
         max_depth=max_depth,
         max_numel=max_numel,
         color=False if no_color else None,
+        symbolic=symbolic,
     )
     try:
         from adcli.runner import run_path

@@ -190,7 +190,9 @@ def _target(session: Any, var: str | None) -> Any:
 
     variables = session.variables()
     names = _tensor_names(variables)
-    listing = f"tensor variables: {', '.join(names)}" if names else "it has no tensor variables"
+    listing = (
+        f"tensor variables: {', '.join(names)}" if names else "the script has no tensor variables"
+    )
     if var is not None:
         if var not in variables:
             raise UsageError(f"the script has no variable '{var}' ({listing})")
@@ -199,8 +201,9 @@ def _target(session: Any, var: str | None) -> Any:
             return value
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor) for v in value):
             return list(value)
-        kind = type(value).__name__
-        raise UsageError(f"'{var}' is a {kind}, not a tensor ({listing})")
+        kind = {"Namespace": "module"}.get(type(value).__name__, type(value).__name__)
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise UsageError(f"'{var}' is {article} {kind}, not a tensor ({listing})")
     tracker = session.tracker
     if tracker.last_roots:
         return tracker.last_roots if len(tracker.last_roots) > 1 else tracker.last_roots[0]

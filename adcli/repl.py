@@ -196,7 +196,11 @@ def iter_inputs(readline: Callable[[str], str | None]) -> Iterator[str]:
     """
     buf: list[str] = []
     while True:
-        raw = readline(CONTINUATION if buf else PROMPT)
+        try:
+            raw = readline(CONTINUATION if buf else PROMPT)
+        except KeyboardInterrupt:  # Ctrl-C while typing: drop the input
+            buf = []
+            continue
         if raw is None:
             if buf:
                 yield "\n".join(buf)
@@ -258,21 +262,21 @@ class Repl:
         self.out = out
         self.err = err
         self._console: Any = None
+        self.broken = False  # stdout is a pipe whose reader has gone: stop
         self.session: Any = None
         self.saved: list[str] = []  # the statements that ran without error, as script text
         self.next_line = 1  # the line number the next input starts at
         # echoed statements of the input running now: span -> (str value seen, tuple seen)
         self._displayed: dict[tuple[int, int, int, int], tuple[bool, bool]] = {}
         self._builtin_names: dict[int, str] = {}
-        self._running = False
+        self._tracker: Any = None  # adcli.symbolic, once an input mentions formula
         self._new_session()
 
     # ------------------------------------------------------------ setup
     def _new_session(self) -> None:
         from .session import Hooks, Output, Session, SessionOptions
 
-        if self.session is not None:
-            self.session.close()
+        self.close()
         hooks = Hooks(
             on_event=self._on_event,
             on_show=self._on_show,
@@ -292,7 +296,9 @@ class Repl:
         )
         self.session.interp.on_display = self._display
         self._builtin_names = {
-            id(v): k for k, v in self.session.interp.builtins.items() if _is_bound_to(v, self.session)
+            id(v): k
+            for k, v in self.session.interp.builtins.items()
+            if _is_bound_to(v, self.session)
         }
         self.saved = []
         self.next_line = 1
@@ -300,6 +306,19 @@ class Repl:
     def close(self) -> None:
         if self.session is not None:
             self.session.close()
+        if self._tracker is not None:
+            self._tracker.close()
+            self._tracker = None
+
+    def _start_tracker(self) -> Any:
+        """Symbolic formulas from now on (as `adcli run` does for a script that
+        mentions formula): node formulas work for any tensor, gradient formulas
+        for the backward passes run from now."""
+        if self._tracker is None:
+            from .symbolic import Tracker
+
+            self._tracker = Tracker()
+        return self._tracker
 
     def console(self) -> Any:
         if self._console is None:
@@ -312,7 +331,11 @@ class Repl:
 
     # ------------------------------------------------------------ output
     def _write_out(self, s: str) -> None:
-        self.out.write(s)
+        try:
+            self.out.write(s)
+        except BrokenPipeError:  # `adcli repl < x | head`: the reader has gone
+            self.broken = True
+            raise
 
     def _write_err(self, s: str) -> None:
         self._flush()
@@ -322,6 +345,8 @@ class Repl:
     def _flush(self) -> None:
         try:
             self.out.flush()
+        except BrokenPipeError:
+            self.broken = True
         except (AttributeError, OSError, ValueError):
             pass
 
@@ -347,6 +372,8 @@ class Repl:
         return repr(value)
 
     def _on_event(self, event: Any, span: Any, call_text: str | None) -> None:
+        if self._tracker is not None:
+            self._tracker.on_event(event)
         if self.options.quiet:
             return
         from .render.report import build_report
@@ -364,7 +391,7 @@ class Repl:
 
         line = span.line if span is not None else None
         text = None
-        source = self.session.source
+        source = self.session.interp.current_source or self.session.source
         if span is not None and source is not None:
             text = source.line_text(span.line).strip()
         report = build_show_report(tensors, line=line, call_text=text, full=self.options.full)
@@ -377,7 +404,7 @@ class Repl:
         self._write_out(graph_tree(t, label_of, full=self.options.full).rstrip("\n") + "\n")
 
     def _on_formula(self, t: Any, span: Any) -> None:
-        raise NotImplementedError("adcli does not support formula() yet")
+        self._write_out(self._start_tracker().formula_text(t) + "\n")
 
     # ------------------------------------------------------------ inputs
     def execute(self, text: str) -> bool:
@@ -391,8 +418,11 @@ class Repl:
                 return self.meta(stripped)
             if stripped in _EXITS and stripped.rstrip("()") not in self.session.interp.globals:
                 return False
+            if stripped in ("help", "help()") and "help" not in self.session.interp.globals:
+                self._cmd_help("")
+                return True
         self.run_code(text)
-        return True
+        return not self.broken
 
     def run_code(self, text: str, path: str = PATH, *, interactive: bool = True) -> bool:
         """Run script text in the session; print its diagnostic if it fails.
@@ -402,12 +432,16 @@ class Repl:
         """
         base = self.next_line if path == PATH else 1
         padded = "\n" * (base - 1) + text
+        if "formula" in text and self._tracker is None:
+            self._start_tracker()
         self._displayed = {}
         error: AdError | None = None
         try:
             self._guarded(lambda: self.session.run_text(padded, path, interactive=interactive))
         except AdError as e:
             error = e
+        except BrokenPipeError:
+            self.broken = True
         except KeyboardInterrupt:
             self._flush()
             self._error("KeyboardInterrupt")
@@ -425,6 +459,8 @@ class Repl:
             self._forget_warnings(base)
             return False
         self._flush()
+        if self.broken:
+            return False
         if error is not None:
             if self.options.debug and getattr(error, "original", None) is not None:
                 traceback.print_exception(error.original, file=self.err)
@@ -458,17 +494,13 @@ class Repl:
         except (ValueError, OSError):  # not allowed here: run without the handler
             fn()
             return
-        self._running = True
         try:
             fn()
         finally:
-            self._running = False
             signal.signal(signal.SIGINT, old)
 
     # ------------------------------------------------------------ .save
-    def _record(
-        self, text: str, padded: str, path: str, base: int, error: AdError | None
-    ) -> None:
+    def _record(self, text: str, padded: str, path: str, base: int, error: AdError | None) -> None:
         """Keep what ran without error for `.save`, and move the line numbers on.
 
         A failed input keeps the top-level statements before the one that
@@ -831,7 +863,9 @@ def run_stream(repl: Repl, stream: IO[str], prompts: IO[str] | None = None) -> i
         try:
             line = stream.readline()
         except KeyboardInterrupt:
-            return "\n"
+            if prompts is not None:
+                prompts.write("\n")
+            raise
         return line if line else None
 
     for text in iter_inputs(readline):
@@ -840,6 +874,9 @@ def run_stream(repl: Repl, stream: IO[str], prompts: IO[str] | None = None) -> i
                 break
         except KeyboardInterrupt:
             repl._error("KeyboardInterrupt")
+        except BrokenPipeError:
+            repl.broken = True
+            break
     return 0
 
 
@@ -858,6 +895,12 @@ def main(options: RunOptions, *, history: bool = True) -> int:
         return run_stream(repl, stdin, prompts=sys.stderr if _isatty(stdin) else None)
     finally:
         repl.close()
+        if repl.broken:  # no "Exception ignored ... BrokenPipeError" at exit
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stdout.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
 
 
 def _isatty(stream: Any) -> bool:

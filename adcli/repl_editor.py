@@ -39,7 +39,9 @@ class ReplCompleter(Completer):
         self.repl = repl
         self._paths = PathCompleter(expanduser=True)
 
-    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterable[Completion]:
         before = document.text_before_cursor
         m = _PATH_ARG.match(before)
         if m and "\n" not in before:

@@ -61,6 +61,12 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
     stdout_parts: list[str] = []
     events: list[dict[str, Any]] = []
     reporter = _Reporter(options, streams) if not (options.quiet or json_mode) else None
+    # adcli.symbolic: formulas, for --symbolic and for scripts that call formula()
+    tracker = None
+    if options.symbolic or "formula" in text:
+        from .symbolic import Tracker
+
+        tracker = Tracker(eager=options.symbolic and reporter is not None)
 
     def out(s: str) -> None:
         if json_mode:
@@ -74,13 +80,15 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
 
     def on_event(event: Any, span: Any, call_text: str | None) -> None:
         line = span.line if span is not None else None
+        if tracker is not None:
+            tracker.on_event(event)
         if json_mode:
             from .render.jsonout import report_to_json
             from .render.report import build_report
 
             events.append(report_to_json(build_report(event, line=line, call_text=call_text)))
         elif reporter is not None:
-            reporter.event(event, line, call_text)
+            reporter.event(event, line, call_text, tracker if options.symbolic else None)
 
     def on_show(tensors: list[Any], span: Any) -> None:
         if reporter is not None:
@@ -93,7 +101,12 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
         out(graph_tree(t, label_of).rstrip("\n") + "\n")
 
     def on_formula(t: Any, span: Any) -> None:
-        raise NotImplementedError("adcli does not support formula() yet")
+        nonlocal tracker
+        if tracker is None:  # formula() reached without the word in the text: record from now
+            from .symbolic import Tracker
+
+            tracker = Tracker()
+        out(tracker.formula_text(t) + "\n")
 
     hooks = Hooks(on_event=on_event, on_show=on_show, on_graph=on_graph, on_formula=on_formula)
     sess_opts = SessionOptions(
@@ -121,6 +134,8 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
     finally:
         if reporter is not None:
             reporter.flush()
+        if tracker is not None:
+            tracker.close()
     session.close()
     if json_mode:
         from .render.jsonout import dumps, value_to_json
@@ -175,11 +190,15 @@ class _Reporter:
             self._console = make_console(self.streams.out, width=width, color=color)
         return self._console
 
-    def event(self, event: Any, line: int | None, call_text: str | None) -> None:
+    def event(
+        self, event: Any, line: int | None, call_text: str | None, tracker: Any = None
+    ) -> None:
         from .render.report import build_report
         from .render.tables import render_report
 
         report = build_report(event, line=line, call_text=call_text, full=self.options.full)
+        if tracker is not None:  # --symbolic: formula columns
+            tracker.annotate(report, event)
         render_report(report, self.console())
 
     def show(self, tensors: list[Any], span: Any, session: Any) -> None:

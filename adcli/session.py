@@ -148,10 +148,10 @@ class Session:
             nn=m["torch.nn"],
             optim=m["torch.optim"],
             autograd=m["torch.autograd"],
-            print=self._print,
-            show=self._show,
-            graph=self._graph,
-            formula=self._formula,
+            print=Builtin("print", self._print),
+            show=Builtin("show", self._show),
+            graph=Builtin("graph", self._graph),
+            formula=Builtin("formula", self._formula),
         )
         return names
 
@@ -283,6 +283,23 @@ class Session:
             raise TypeError("formula() takes a tensor")
         if self.hooks.on_formula is not None:
             self.hooks.on_formula(t, self.interp.current_span)
+
+
+class Builtin:
+    """A session-bound builtin that prints like Python's (`<built-in function print>`)."""
+
+    __slots__ = ("__name__", "_fn")
+    __ad_attrs__ = frozenset()
+
+    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
+        self.__name__ = name
+        self._fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<built-in function {self.__name__}>"
 
 
 # Python's own builtins keep their meaning in a script, as after `import torch`.

@@ -121,12 +121,6 @@ def test_version(run_cli) -> None:
     assert result.stdout == f"adcli {__version__}\n"
 
 
-def test_bare_adcli_prints_help(run_cli) -> None:
-    result = run_cli([])
-    assert result.exit_code == 0
-    assert "Usage: adcli" in result.stdout
-
-
 # ---------------------------------------------------------------- usage errors: exit 2, one line
 
 

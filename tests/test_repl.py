@@ -393,10 +393,28 @@ def test_every_meta_command_is_in_help() -> None:
     }
 
 
+def test_bare_help_shows_the_commands_unless_it_is_a_variable() -> None:
+    out, _, _ = feed("help\n")
+    assert ".vars" in out
+    out, _, _ = feed("help = 2\nhelp\n")
+    assert out == "2\n"
+
+
+def test_ctrl_c_while_typing_drops_the_input() -> None:
+    lines = iter(["def f():", "    return 1", None, "x = 1", None])
+
+    def readline(prompt: str) -> str | None:
+        line = next(lines)
+        if line is None and prompt == "... ":
+            raise KeyboardInterrupt
+        return line
+
+    assert list(iter_inputs(readline)) == ["x = 1"]
+
+
 def test_vars_table() -> None:
     out, _, _ = feed(
-        "x = tensor([1., 2.], requires_grad=True)\ny = (x * 2).sum()\nk = 3\n"
-        "y.backward()\n.vars\n",
+        "x = tensor([1., 2.], requires_grad=True)\ny = (x * 2).sum()\nk = 3\ny.backward()\n.vars\n",
         RunOptions(quiet=True, width=100, color=False),
     )
     lines = out.splitlines()
@@ -411,7 +429,16 @@ def test_vars_table() -> None:
         ".grad",
     ]
     assert lines[2].split() == ["x", "Tensor", "[2]", "float32", "True", "True", "None", "set"]
-    assert lines[3].split() == ["y", "Tensor", "[]", "float32", "True", "False", "SumBackward0", "None"]
+    assert lines[3].split() == [
+        "y",
+        "Tensor",
+        "[]",
+        "float32",
+        "True",
+        "False",
+        "SumBackward0",
+        "None",
+    ]
     assert lines[4].split() == ["k", "int"]
 
 
@@ -622,7 +649,9 @@ def editor_session(
 def test_editor_multiline_def_then_call() -> None:
     # auto-indent supplies the body's indentation; return dedents; Enter on the
     # empty line ends the block
-    out, err, repl = editor_session(["def f(x):\r", "y = x * 2\r", "return y + 1\r", "\r", "f(3)\r"])
+    out, err, repl = editor_session(
+        ["def f(x):\r", "y = x * 2\r", "return y + 1\r", "\r", "f(3)\r"]
+    )
     assert out == "7\n", err
     assert repl.script() == "def f(x):\n    y = x * 2\n    return y + 1\n\nprint(f(3))\n"
 
@@ -675,9 +704,7 @@ def test_editor_tab_completes() -> None:
 
 def test_editor_tab_and_backspace_indent() -> None:
     # Tab at the start of a line indents; Backspace in indentation removes a level
-    out, err, _ = editor_session(
-        ["if True:\r", "if True:\r", "'in'\r", "\x7f", "'out'\r", "\r"]
-    )
+    out, err, _ = editor_session(["if True:\r", "if True:\r", "'in'\r", "\x7f", "'out'\r", "\r"])
     assert out == "'in'\n'out'\n", err
     out, err, _ = editor_session(["x = 0\r", "while x < 2:\r", "\x7f\t", "x += 1\r", "\r", "x\r"])
     assert out == "2\n", err
@@ -703,3 +730,62 @@ def test_editor_history_folder_that_cannot_be_made(tmp_path: Path) -> None:
 def test_editor_quit_command() -> None:
     out, _, _ = editor_session([".quit\r", "1\r"])
     assert out == ""
+
+
+def test_editor_typed_tutorial_saves_a_script_that_runs_the_same(tmp_path: Path) -> None:
+    """The seed tutorial typed key by key (auto-indent supplies the indentation),
+    then `.save`: `adcli run` on the file prints what the session printed."""
+    keys = []
+    for line in (GOLDEN / "seed004.repl").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            keys.append(line.strip() + "\r")
+    saved = tmp_path / "typed.ad"
+    out, _, _ = editor_session(keys + [f".save {saved}\r"])
+    stdin_out, _, _ = feed((GOLDEN / "seed004.repl").read_text(encoding="utf-8"))
+    assert out == stdin_out + f"saved {saved.read_text().count(chr(10))} lines to {saved}\n"
+    run_out, _, code = run_script(saved.read_text(encoding="utf-8"))
+    assert code == 0
+    assert run_out == stdin_out
+
+
+def test_golden_session_through_the_real_command() -> None:
+    """`adcli repl < X.repl` in a subprocess prints what the golden file holds."""
+    with open(GOLDEN / "errors.repl", encoding="utf-8") as f:
+        done = subprocess.run(
+            [sys.executable, "-m", "adcli", "repl"],
+            stdin=f,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=GOLDEN,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+    expected = (GOLDEN / "errors.out").read_text(encoding="utf-8")
+    assert golden.render(done.stdout, done.returncode) == expected
+
+
+def test_a_closed_pipe_ends_the_session_quietly() -> None:
+    cmd = f"'{sys.executable}' -m adcli repl < '{GOLDEN / 'seed004.repl'}' | head -n 1"
+    done = subprocess.run(
+        cmd,
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.stdout == "tensor([[1., 1.],\n"
+    assert done.stderr == ""
+
+
+def test_formula_works_in_the_repl() -> None:
+    pytest.importorskip("sympy")
+    out, err, _ = feed(
+        "x = tensor(2., requires_grad=True)\ny = x * x\nformula(y)\ny.backward()\n"
+        "formula(x.grad)\n",
+        RunOptions(quiet=True, width=100, color=False),
+    )
+    assert "x**2" in out, err
+    assert "x.grad = 2*x" in out, err

@@ -124,7 +124,8 @@ def test_history_is_recalled_after_a_restart(history: Path) -> None:
     assert history.is_file()
     t = Terminal(history)
     t.child.send("\x1b[A")  # Up: the last input of the previous session
-    t.child.expect_exact("remembered = 41")
+    t.child.expect_exact("remembered")  # drawn highlighted: escapes between the tokens
+    t.child.expect_exact("41")
     t.run("")
     assert "42" in t.output_of("remembered + 1")
     t.close()
@@ -160,4 +161,20 @@ def test_ctrl_c_cancels_the_input_being_typed(history: Path) -> None:
     t.child.sendintr()
     t.prompt()
     assert "1" in t.output_of("k")
+    t.close()
+
+
+def test_tab_completes_torch_members_and_tensor_methods(history: Path) -> None:
+    t = Terminal(history)
+    t.run("weights = tensor([1., 2.], requires_grad=True)")
+
+    def type_keys(*keys: str) -> None:
+        for k in keys:
+            t.child.send(k)
+            time.sleep(0.3)  # completion runs in the background: let it land
+
+    type_keys("torch.nn.functional.rel", "\t", "(weig", "\t", ".sum())")
+    assert "tensor(3., grad_fn=<ReluBackward0>)" in t.output_of("")
+    type_keys("weig", "\t", ".nume", "\t", "() * 100")
+    assert "200" in t.output_of("")
     t.close()

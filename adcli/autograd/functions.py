@@ -541,8 +541,9 @@ class SoftplusBackward(Function):
     def backward(ctx, gg):
         g, a = ctx.saved_tensors
         b, th = ctx.beta, ctx.threshold
-        gg_g = SoftplusBackward.apply(gg, a, beta=b, threshold=th) if ctx.needs_input_grad[0] \
-            else None
+        gg_g = (
+            SoftplusBackward.apply(gg, a, beta=b, threshold=th) if ctx.needs_input_grad[0] else None
+        )
         gg_a = None
         if g is not None:
             bx = a * b
@@ -747,8 +748,11 @@ class MeanDim(Function):
     def forward(ctx, a, dims, keepdim):
         x = a.data_
         ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
+        if x.size == 0:  # NaN where nothing was averaged (without NumPy's warning)
+            total = np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
+            n = int(np.prod([x.shape[d] for d in dims]))
+            return np.full_like(total, np.nan) if n == 0 else total
+        return np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
 
     def backward(ctx, g):
         n = int(np.prod([ctx.shape[d] for d in ctx.dims]))
@@ -1044,8 +1048,9 @@ class Std(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         n = int(np.prod([ctx.shape[d] for d in ctx.dims]))
-        r = _unreduce(ops.std(a, ctx.dims, ctx.correction, ctx.keepdim), ctx.shape, ctx.dims,
-                      ctx.keepdim)
+        r = _unreduce(
+            ops.std(a, ctx.dims, ctx.correction, ctx.keepdim), ctx.shape, ctx.dims, ctx.keepdim
+        )
         g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
         grad_var = ops.where(r == 0, 0.0, g / (r * 2))
         centred = a - ops.mean_dims(a, ctx.dims, True)
@@ -1317,7 +1322,7 @@ class Repeat(Function):
         # split every repeated dim into (repeat, size) and sum the repeats away
         shape = (1,) * (len(ctx.reps) - len(ctx.shape)) + ctx.shape
         split: list[int] = []
-        for r, s in zip(ctx.reps, shape):
+        for r, s in zip(ctx.reps, shape, strict=False):
             split += [r, s]
         g = ops.reshape(g, tuple(split))
         g = ops.sum_dims(g, tuple(range(0, len(split), 2)), False)
@@ -1381,7 +1386,7 @@ class Split(Function):
 
     def backward(ctx, *grads):
         parts = []
-        for g, n in zip(grads, ctx.sizes):
+        for g, n in zip(grads, ctx.sizes, strict=False):
             if g is None:
                 shape = list(ctx.shape)
                 shape[ctx.dim] = n
@@ -1529,7 +1534,7 @@ class CopySlicesOp(Function):
     def wrap(cls, base: Tensor, node: Function, index: Any, value: np.ndarray) -> Tensor:
         """Apply with the wrapped node's other edges (stand-ins carry them)."""
         others = []
-        for (nxt, nr), meta in zip(node.next_functions[1:], node.in_meta[1:]):
+        for (nxt, nr), meta in zip(node.next_functions[1:], node.in_meta[1:], strict=False):
             if nxt is None or meta is None:
                 others.append(None)
                 continue
@@ -1688,8 +1693,7 @@ class SoftmaxBackwardData(Function):
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
         d = (ctx.dim,)
-        gg_g = SoftmaxBackwardData.apply(gg, y, dim=ctx.dim) if ctx.needs_input_grad[0] \
-            else None
+        gg_g = SoftmaxBackwardData.apply(gg, y, dim=ctx.dim) if ctx.needs_input_grad[0] else None
         gg_y = None
         if g is not None:
             gg_y = gg * g - gg * ops.sum_dims(g * y, d, True) - ops.sum_dims(gg * y, d, True) * g
@@ -1835,8 +1839,7 @@ class BinaryCrossEntropy(Function):
     def backward(ctx, g):
         p, t = ctx.saved_tensors
         r, w = ctx.reduction, ctx.weight
-        gp = BceBackward.apply(g, p, t, weight=w, reduction=r) if ctx.needs_input_grad[0] \
-            else None
+        gp = BceBackward.apply(g, p, t, weight=w, reduction=r) if ctx.needs_input_grad[0] else None
         gt = None
         if ctx.needs_input_grad[1]:
             # -logit(p): log(1 - p) - log(p)
@@ -1860,8 +1863,10 @@ class BceBackward(Function):
         ctx.save(g, p, t)
         pd, td = p.data_, t.data_
         ctx.shape = np.broadcast_shapes(pd.shape, td.shape)
-        out = _loss_scale(g.data_, ctx.shape, reduction) * (pd - td) / np.maximum(
-            (1 - pd) * pd, _BCE_EPS
+        out = (
+            _loss_scale(g.data_, ctx.shape, reduction)
+            * (pd - td)
+            / np.maximum((1 - pd) * pd, _BCE_EPS)
         )
         if w is not None:
             out = out * w.data_
@@ -1962,8 +1967,9 @@ class NllLossBackward(Function):
         weight, target, reduction, ignore_index = ctx.params
         gg_g = None
         if ctx.needs_input_grad[0]:
-            gg_g = NllLoss.apply(gg, weight=weight, target=target, reduction=reduction,
-                                 ignore_index=ignore_index)
+            gg_g = NllLoss.apply(
+                gg, weight=weight, target=target, reduction=reduction, ignore_index=ignore_index
+            )
         return gg_g, _zeros_like(logp)
 
 

@@ -410,7 +410,7 @@ def bitwise(kind: str, a: Any, b: Any) -> Tensor:
     """& | ^ on bool or integer tensors."""
     ta, tb, dt = _binary(a, b)
     if dt.kind not in _INT_KINDS:
-        raise RuntimeError(f'"bitwise_{kind}_cpu" not implemented for \'Float\'')
+        raise RuntimeError(f"\"bitwise_{kind}_cpu\" not implemented for 'Float'")
     f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
     return Tensor._make(f(ta.data_.astype(dt), tb.data_.astype(dt)))
 
@@ -496,8 +496,9 @@ def where(cond: Any, a: Any = None, b: Any = None) -> Tensor:
     c = _as_array(cond).astype(bool)
     ta, tb, dt = _binary(a, b, check=False)
     _broadcast_check(c, ta.data_)
-    both = np.broadcast_to(c[(0,) * c.ndim] if c.size else False,
-                           np.broadcast_shapes(c.shape, ta.data_.shape))
+    both = np.broadcast_to(
+        c[(0,) * c.ndim] if c.size else False, np.broadcast_shapes(c.shape, ta.data_.shape)
+    )
     _broadcast_check(both, tb.data_)
     return F.Where.apply(ta, tb, cond=c, dtype=dt)
 
@@ -674,15 +675,17 @@ def logsumexp(a: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return F.Logsumexp.apply(a, dims=_dims(dim, a.data_.ndim), keepdim=keepdim)
 
 
-def var(a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False,
-        correction: Any = None) -> Tensor:
+def var(
+    a: Tensor, dim: Any = None, unbiased: bool = True, keepdim: bool = False, correction: Any = None
+) -> Tensor:
     """Variance (Bessel-corrected by default)."""
     corr = (1 if unbiased else 0) if correction is None else correction
     return F.Var.apply(a, dims=_dims(dim, a.data_.ndim), correction=corr, keepdim=keepdim)
 
 
-def std(a: Tensor, dim: Any = None, unbiased: Any = True, keepdim: bool = False,
-        correction: Any = None) -> Tensor:
+def std(
+    a: Tensor, dim: Any = None, unbiased: Any = True, keepdim: bool = False, correction: Any = None
+) -> Tensor:
     """Standard deviation (Bessel-corrected by default)."""
     if isinstance(unbiased, int) and not isinstance(unbiased, bool) and correction is None:
         correction, unbiased = unbiased, True
@@ -936,8 +939,9 @@ def _strides(a: np.ndarray) -> tuple[int, ...]:
     return tuple(st // size for st in a.strides)
 
 
-def _view_strides(old: tuple[int, ...], strides: tuple[int, ...],
-                  new: tuple[int, ...]) -> tuple[int, ...] | None:
+def _view_strides(
+    old: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...]
+) -> tuple[int, ...] | None:
     """The strides `new` would have as a view of a tensor with shape `old` and these
     strides, or None when no view is possible (PyTorch's computeStride)."""
     if not old:
@@ -1044,7 +1048,9 @@ swapaxes = transpose
 def t(a: Tensor) -> Tensor:
     """Transpose of a matrix (vectors unchanged)."""
     if a.data_.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {a.data_.ndim}D")
+        raise RuntimeError(
+            f"t() expects a tensor with <= 2 dimensions, but self is {a.data_.ndim}D"
+        )
     return _view_of(a, F.T.apply(a))
 
 
@@ -1083,7 +1089,8 @@ def expand(a: Tensor, *shape: Any) -> Tensor:
     src = a.data_.shape
     if len(s) < len(src):
         raise RuntimeError(
-            f"expand(torch.FloatTensor{{[{', '.join(map(str, src))}]}}, size=[{', '.join(map(str, s))}]): "
+            f"expand(torch.{a.dtype.legacy}{{[{', '.join(map(str, src))}]}}, "
+            f"size=[{', '.join(map(str, s))}]): "
             "the number of sizes provided "
             f"({len(s)}) must be greater or equal to the number of dimensions in the tensor "
             f"({len(src)})"
@@ -1141,7 +1148,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     d = _norm_dim(dim, nd)
     ref = ts[0].data_.shape
     for i, x in enumerate(ts[1:], 1):
-        for k, (p, q) in enumerate(zip(ref, x.data_.shape)):
+        for k, (p, q) in enumerate(zip(ref, x.data_.shape, strict=False)):
             if k != d and p != q:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size {p} "
@@ -1206,8 +1213,6 @@ def split(a: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
     return F.Split.apply(a, sizes=sizes, dim=d)
 
 
-
-
 def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """`chunks` nearly equal pieces along dim."""
     d = _norm_dim(dim, a.data_.ndim)
@@ -1242,9 +1247,7 @@ def select(a: Tensor, dim: int, index: int, _subscript: bool = False) -> Tensor:
         )
     idx: list[Any] = [slice(None)] * nd
     idx[d] = index % size
-    out = _view_of(a, F.Select.apply(a, index=tuple(idx)))
-    out._view_index = tuple(idx)
-    return out
+    return _view_of(a, F.Select.apply(a, index=tuple(idx)))
 
 
 def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
@@ -1361,9 +1364,7 @@ def getitem(a: Tensor, index: Any) -> Tensor:
     nd = a.data_.ndim
     n_real = _py.sum(1 for p in parts if p is not None and p is not Ellipsis)
     if n_real > nd:
-        raise IndexError(
-            f"too many indices for tensor of dimension {nd}"
-        )
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
     # expand the ellipsis
     if Ellipsis in parts:
         k = parts.index(Ellipsis)
@@ -1378,14 +1379,12 @@ def getitem(a: Tensor, index: Any) -> Tensor:
             applied = True
         elif isinstance(p, slice):
             if p != slice(None):
-                size = out.data_.shape[dim]
                 if p.step is not None and p.step <= 0:
                     raise ValueError("step must be greater than zero")
                 idx = [slice(None)] * out.data_.ndim
                 idx[dim] = p
-                out = _view_with_index(out, F.Slice.apply(out, index=tuple(idx)), tuple(idx))
+                out = _view_of(out, F.Slice.apply(out, index=tuple(idx)))
                 applied = True
-                del size
             dim += 1
         else:
             out = select(out, dim, int(p), _subscript=True)
@@ -1395,13 +1394,8 @@ def getitem(a: Tensor, index: Any) -> Tensor:
         idx = (slice(None),) * _py.max(nd, 1)
         if nd == 0:
             return _view_of(a, F.Slice.apply(a, index=()))
-        out = _view_with_index(a, F.Slice.apply(a, index=idx), idx)
-    if out is not a and out._base is not None and out._view_index is None:
-        out._view_index = None
-    _set_view_index_chain(a, out, index)
+        out = _view_of(a, F.Slice.apply(a, index=idx))
     return out
-
-
 
 
 def _advanced_getitem(a: Tensor, parts: tuple[Any, ...]) -> Tensor:
@@ -1426,39 +1420,53 @@ def _advanced_getitem(a: Tensor, parts: tuple[Any, ...]) -> Tensor:
     return F.Index.apply(out, index=_fancy_index(out, tuple(adv)))
 
 
-def _view_with_index(base: Tensor, out: Tensor, idx: tuple[Any, ...]) -> Tensor:
-    out = _view_of(base, out)
-    out._view_index = idx
-    return out
-
-
-def _set_view_index_chain(a: Tensor, out: Tensor, index: Any) -> None:
-    """Remember how to re-derive `out` from its base (for in-place on the view)."""
-    if out is a or out._base is None:
-        return
-    if a._base is None:
-        out._view_index = _convert_index(index)
-    else:
-        out._view_index = None  # a view of a view: not re-derivable simply
-
-
 def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Check array/mask indices with PyTorch's messages (masks, count, broadcast, bounds)."""
+    shape = a.data_.shape
+    used = _py.sum(
+        p.ndim if isinstance(p, np.ndarray) and p.dtype == np.bool_ else 1
+        for p in parts
+        if p is not Ellipsis and p is not None
+    )
+    if used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    placed: list[tuple[int, int, np.ndarray]] = []  # (tensor dim, index number, array)
+    dim = k = 0
     for p in parts:
-        if isinstance(p, np.ndarray) and p.dtype == np.bool_:
-            # validate mask shape like torch
-            pass
+        if p is Ellipsis:
+            dim += len(shape) - used
+        elif isinstance(p, np.ndarray) and p.dtype == np.bool_:
+            for i, n in enumerate(p.shape):
+                if shape[dim + i] != n:
+                    raise IndexError(
+                        f"The shape of the mask {list(p.shape)} at index {i} does not match the "
+                        f"shape of the indexed tensor {list(shape)} at index {dim + i}"
+                    )
+            for j, idx in enumerate(np.nonzero(p)):
+                placed.append((dim + j, k + j, idx))
+            dim += p.ndim
+            k += p.ndim
+        elif isinstance(p, np.ndarray):
+            placed.append((dim, k, p))
+            dim += 1
+            k += 1
+        else:
+            dim += 1
     try:
-        a.data_[parts]
-    except IndexError as e:
-        msg = str(e)
-        raise IndexError(msg) from None
+        np.broadcast_shapes(*[arr.shape for _, _, arr in placed])
+    except ValueError:
+        shapes = ", ".join(str(list(arr.shape)) for _, _, arr in placed)
+        raise IndexError(
+            f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
+        ) from None
+    for d, j, arr in placed:
+        size = shape[d]
+        bad = arr[(arr >= size) | (arr < -size)]
+        if bad.size:
+            raise IndexError(
+                f"index {int(bad.flat[0])} is out of bounds for dimension {j} with size {size}"
+            )
     return parts
-
-
-def as_strided_view(base: Tensor, index: Any) -> Tensor:
-    """The view `base[index]` re-derived after an in-place op on it."""
-    out = F.AsStrided.apply(base, index=index)
-    return out
 
 
 def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
@@ -1504,8 +1512,7 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     )
     snapshot._acc = base._acc
     if node is None:
-        out = F.CopySlices.apply(snapshot, Tensor._make(value), index=idx,
-                                 dtype=base.data_.dtype)
+        out = F.CopySlices.apply(snapshot, Tensor._make(value), index=idx, dtype=base.data_.dtype)
     else:
         out = F.CopySlicesOp.wrap(snapshot, node, idx, value)
     base.data_[idx] = value.astype(base.data_.dtype, copy=False)
@@ -1686,7 +1693,9 @@ def cross_entropy(
         r = _reduction(reduction)
         if input.data_.shape != target.data_.shape:
             raise RuntimeError(
-                "Expected target size " + str(list(input.data_.shape)) + ", got "
+                "Expected target size "
+                + str(list(input.data_.shape))
+                + ", got "
                 + str(list(target.data_.shape))
             )
         prod_ = mul(logp, target)
@@ -1828,9 +1837,7 @@ def _factory_shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     s = _shape_arg(size)
     for n in s:
         if n < 0:
-            raise RuntimeError(
-                f"Trying to create tensor with negative dimension {n}: {list(s)}"
-            )
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(s)}")
     check_numel(math.prod(s))
     return s
 
@@ -1852,8 +1859,9 @@ def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, device: An
     return zeros(*size, dtype=dtype, requires_grad=requires_grad)
 
 
-def full(size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False,
-         device: Any = None) -> Tensor:
+def full(
+    size: Any, fill_value: Any, dtype: Any = None, requires_grad: bool = False, device: Any = None
+) -> Tensor:
     """`fill_value` everywhere (dtype inferred from the value)."""
     dt = _dtype_arg(dtype) or dtypes.default_for_category(dtypes.scalar_category(fill_value))
     shape = _factory_shape((size,) if isinstance(size, int) else tuple(size))
@@ -1886,8 +1894,14 @@ def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = F
     return _finish(np.eye(n, m, dtype=dt.np), requires_grad)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
-           requires_grad: bool = False, device: Any = None) -> Tensor:
+def arange(
+    start: Any,
+    end: Any = None,
+    step: Any = 1,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+) -> Tensor:
     """Evenly spaced values in [start, end)."""
     if end is None:
         start, end = 0, start
@@ -1899,8 +1913,10 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: Any = None,
         dt = dtypes.DEFAULT_FLOAT if builtins_any_float(vals) else dtypes.int64
     n = _py.max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
     check_numel(n)
-    data = (vals[0] + np.arange(n, dtype=np.float64) * vals[2]) if dt.is_floating_point else (
-        np.arange(vals[0], vals[1], vals[2], dtype=np.int64)
+    data = (
+        (vals[0] + np.arange(n, dtype=np.float64) * vals[2])
+        if dt.is_floating_point
+        else (np.arange(vals[0], vals[1], vals[2], dtype=np.int64))
     )
     return _finish(np.asarray(data, dt.np), requires_grad)
 
@@ -1914,8 +1930,9 @@ def _num(v: Any) -> Any:
     return v.item() if isinstance(v, Tensor) else v
 
 
-def linspace(start: Any, end: Any, steps: int, dtype: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def linspace(
+    start: Any, end: Any, steps: int, dtype: Any = None, requires_grad: bool = False
+) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
     dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
     check_numel(steps)
@@ -1934,7 +1951,6 @@ def linspace(start: Any, end: Any, steps: int, dtype: Any = None,
 # ************************************************************ bind the table
 
 from . import functions as F  # noqa: E402,F811
-
 
 # ************************************************************ Tensor methods
 

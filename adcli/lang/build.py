@@ -140,11 +140,60 @@ class Builder:
             return self.line_base, self.column_base + column - 2
         return self.line_base + line - 1, column
 
-    def span(self, meta: Any) -> Span:
-        """Span of a tree's meta (or of a token)."""
-        line, col = self._pos(meta.line, meta.column)
-        end_line, end_col = self._pos(meta.end_line, meta.end_column)
+    def span(self, tok: Token) -> Span:
+        """Span of a token."""
+        line, col = self._pos(tok.line, tok.column)
+        end_line, end_col = self._pos(tok.end_line, tok.end_column)
         return Span(line, col, end_line, end_col)
+
+    def _start(self, x: object) -> tuple[int, int] | None:
+        if type(x) is Token:
+            return self._pos(x.line, x.column)  # type: ignore[attr-defined]
+        if isinstance(x, ast.Node):
+            return x.span.line, x.span.column  # type: ignore[attr-defined]
+        if isinstance(x, (_Suite, _Else)):
+            return self._start(x.stmts[0])
+        if type(x) is Span:
+            return x.line, x.column  # type: ignore[attr-defined]
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                p = self._start(y)
+                if p is not None:
+                    return p
+        return None
+
+    def _end(self, x: object) -> tuple[int, int] | None:
+        if type(x) is Token:
+            return self._pos(x.end_line, x.end_column)  # type: ignore[attr-defined]
+        if isinstance(x, ast.Node):
+            return x.span.end_line, x.span.end_column  # type: ignore[attr-defined]
+        if isinstance(x, (_Suite, _Else)):
+            return self._end(x.stmts[-1])
+        if type(x) is Span:
+            return x.end_line, x.end_column  # type: ignore[attr-defined]
+        if isinstance(x, (list, tuple)):
+            for y in reversed(x):
+                p = self._end(y)
+                if p is not None:
+                    return p
+        return None
+
+    def cspan(self, c: list) -> Span:
+        """Span from the first to the last positioned child (token, node, block)."""
+        start = end = None
+        for x in c:
+            if x is not None:
+                start = self._start(x)
+                if start is not None:
+                    break
+        for x in reversed(c):
+            if x is not None:
+                end = self._end(x)
+                if end is not None:
+                    break
+        if start is None or end is None:  # pragma: no cover - every rule has a token
+            return Span(1, 1, 1, 2)
+        return Span(start[0], start[1], end[0], end[1])
 
     def error(self, message: str, span: Span) -> ScriptSyntaxError:
         """A syntax error at `span` of this builder's source."""
@@ -182,26 +231,21 @@ class Builder:
         return c[0]
 
     def r_suite(self, meta: Any, c: list) -> _Suite:
-        line, col = self._pos(meta.line, meta.column)
-        return _Suite(tuple(c), line, col)
+        first = c[0].span
+        return _Suite(tuple(c), first.line, first.column)
 
-    def _block_span(self, meta: Any, last: object) -> Span:
-        """From the statement's start to the end of its last body statement."""
-        start = self.span(meta)
-        if isinstance(last, (_Suite, _Else)):
-            last = last.stmts[-1]
-        if isinstance(last, ast.Node):
-            return Span(start.line, start.column, last.span.end_line, last.span.end_column)
-        return start
+    def _block_span(self, keyword: Token, last: object) -> Span:
+        """From the statement's keyword to the end of its last body statement."""
+        return self.cspan([keyword, last])
 
     def r_expr_stmt(self, meta: Any, c: list) -> ast.ExprStmt:
-        return ast.ExprStmt(c[0], self.span(meta))
+        return ast.ExprStmt(c[0], self.cspan(c))
 
     def r_assign_stmt(self, meta: Any, c: list) -> ast.Assign:
         *targets, value = c
         for t in targets:
             self._check_target(t, "assign", direct=len(targets) == 1)
-        return ast.Assign(tuple(targets), value, self.span(meta))
+        return ast.Assign(tuple(targets), value, self.cspan(c))
 
     def r_augop(self, meta: Any, c: list) -> str:
         return str(c[0])[:-1]
@@ -215,61 +259,61 @@ class Builder:
             raise self.error(
                 f"'{word}' is an illegal expression for augmented assignment", target.span
             )
-        return ast.AugAssign(target, op, value, self.span(meta))
+        return ast.AugAssign(target, op, value, self.cspan(c))
 
     def r_pass_stmt(self, meta: Any, c: list) -> ast.Pass:
-        return ast.Pass(self.span(meta))
+        return ast.Pass(self.cspan(c))
 
     def r_break_stmt(self, meta: Any, c: list) -> ast.Break:
-        return ast.Break(self.span(meta))
+        return ast.Break(self.cspan(c))
 
     def r_continue_stmt(self, meta: Any, c: list) -> ast.Continue:
-        return ast.Continue(self.span(meta))
+        return ast.Continue(self.cspan(c))
 
     def r_return_stmt(self, meta: Any, c: list) -> ast.Return:
-        return ast.Return(c[1], self.span(meta))
+        return ast.Return(c[1], self.cspan(c))
 
     def r_raise_stmt(self, meta: Any, c: list) -> ast.Raise:
-        return ast.Raise(c[1], c[2], self.span(meta))
+        return ast.Raise(c[1], c[2], self.cspan(c))
 
     def r_global_stmt(self, meta: Any, c: list) -> ast.Global:
-        return ast.Global(tuple(str(t) for t in c[1:]), self.span(meta))
+        return ast.Global(tuple(str(t) for t in c[1:]), self.cspan(c))
 
     def r_nonlocal_stmt(self, meta: Any, c: list) -> ast.Nonlocal:
-        return ast.Nonlocal(tuple(str(t) for t in c[1:]), self.span(meta))
+        return ast.Nonlocal(tuple(str(t) for t in c[1:]), self.cspan(c))
 
     def r_del_stmt(self, meta: Any, c: list) -> ast.Delete:
         target = c[1]
         targets = target.elts if isinstance(target, ast.TupleExpr) else (target,)
         for t in targets:
             self._check_target(t, "delete")
-        return ast.Delete(tuple(targets), self.span(meta))
+        return ast.Delete(tuple(targets), self.cspan(c))
 
     def r_assert_stmt(self, meta: Any, c: list) -> ast.Assert:
-        return ast.Assert(c[1], c[2], self.span(meta))
+        return ast.Assert(c[1], c[2], self.cspan(c))
 
     def r_dotted_name(self, meta: Any, c: list) -> tuple[str, Span]:
-        return ".".join(str(t) for t in c), self.span(meta)
+        return ".".join(str(t) for t in c), self.cspan(c)
 
     def r_dotted_as_name(self, meta: Any, c: list) -> ast.Alias:
         (name, _), asname = c
-        return ast.Alias(name, str(asname) if asname is not None else None, self.span(meta))
+        return ast.Alias(name, str(asname) if asname is not None else None, self.cspan(c))
 
     def r_import_as_name(self, meta: Any, c: list) -> ast.Alias:
         name, asname = c
-        return ast.Alias(str(name), str(asname) if asname is not None else None, self.span(meta))
+        return ast.Alias(str(name), str(asname) if asname is not None else None, self.cspan(c))
 
     def r_import_star(self, meta: Any, c: list) -> str:
         return "*"
 
     def r_import_stmt(self, meta: Any, c: list) -> ast.Import:
-        return ast.Import(tuple(c[1:]), self.span(meta))
+        return ast.Import(tuple(c[1:]), self.cspan(c))
 
     def r_import_from(self, meta: Any, c: list) -> ast.ImportFrom:
         module, _ = c[1]
         names = tuple(x for x in c[2:] if isinstance(x, ast.Alias))
         star = "*" in c[2:]
-        return ast.ImportFrom(module, names, star, self.span(meta))
+        return ast.ImportFrom(module, names, star, self.cspan(c))
 
     def r_elif_clause(self, meta: Any, c: list) -> tuple:
         return (c[0], c[1].stmts)
@@ -281,38 +325,41 @@ class Builder:
         return _Finally(c[0].stmts)
 
     def r_if_stmt(self, meta: Any, c: list) -> ast.If:
-        tests = [c[0]]
-        bodies = [c[1].stmts]
+        keyword = c[0]
+        tests = [c[1]]
+        bodies = [c[2].stmts]
         orelse: tuple = ()
-        for item in c[2:]:
+        for item in c[3:]:
             if isinstance(item, tuple):
                 tests.append(item[0])
                 bodies.append(item[1])
             elif isinstance(item, _Else):
                 orelse = item.stmts
         last = orelse[-1] if orelse else bodies[-1][-1]
-        return ast.If(tuple(tests), tuple(bodies), orelse, self._block_span(meta, last))
+        return ast.If(tuple(tests), tuple(bodies), orelse, self._block_span(keyword, last))
 
     def r_while_stmt(self, meta: Any, c: list) -> ast.While:
-        test, body, orelse = c
+        keyword, test, body, orelse = c
         stmts = orelse.stmts if orelse is not None else ()
-        span = self._block_span(meta, orelse or body)
+        span = self._block_span(keyword, orelse or body)
         return ast.While(test, body.stmts, stmts, span)
 
     def r_for_stmt(self, meta: Any, c: list) -> ast.For:
-        target, it, body, orelse = c
+        keyword, target, it, body, orelse = c
         self._check_target(target, "for")
         stmts = orelse.stmts if orelse is not None else ()
-        span = self._block_span(meta, orelse or body)
+        span = self._block_span(keyword, orelse or body)
         return ast.For(target, it, body.stmts, stmts, span)
 
     def r_except_clause(self, meta: Any, c: list) -> ast.ExceptHandler:
-        typ, name, body = c
+        keyword, typ, name, body = c
         return ast.ExceptHandler(
-            typ, str(name) if name is not None else None, body.stmts, self._block_span(meta, body)
+            typ, str(name) if name is not None else None, body.stmts, self._block_span(keyword, body)
         )
 
     def r_try_stmt(self, meta: Any, c: list) -> ast.Try:
+        keyword = c[0]
+        c = c[1:]
         body = c[0].stmts
         handlers = tuple(x for x in c[1:] if isinstance(x, ast.ExceptHandler))
         orelse: tuple = ()
@@ -327,28 +374,28 @@ class Builder:
                 orelse = x.stmts
         if isinstance(last, ast.ExceptHandler):
             last = last.body[-1]
-        return ast.Try(body, handlers, orelse, final, self._block_span(meta, last))
+        return ast.Try(body, handlers, orelse, final, self._block_span(keyword, last))
 
     def r_with_item(self, meta: Any, c: list) -> ast.WithItem:
         context, target = c
         if target is not None:
             self._check_target(target, "with")
-        return ast.WithItem(context, target, self.span(meta))
+        return ast.WithItem(context, target, self.cspan(c))
 
     def r_with_stmt(self, meta: Any, c: list) -> ast.With:
-        *items, body = c
-        return ast.With(tuple(items), body.stmts, self._block_span(meta, body))
+        keyword, *items, body = c
+        return ast.With(tuple(items), body.stmts, self._block_span(keyword, body))
 
     def r_param(self, meta: Any, c: list) -> ast.Param:
         # def: NAME [":" ann] ["=" default]; lambda: NAME ["=" default]
-        return ast.Param(str(c[0]), "pos", c[-1] if len(c) > 1 else None, self.span(meta))
+        return ast.Param(str(c[0]), "pos", c[-1] if len(c) > 1 else None, self.cspan(c))
 
     def r_star_param(self, meta: Any, c: list) -> ast.Param:
-        name = c[0] if c else None
-        return ast.Param(str(name) if name is not None else "", "vararg", None, self.span(meta))
+        name = c[1] if len(c) > 1 else None
+        return ast.Param(str(name) if name is not None else "", "vararg", None, self.cspan(c))
 
     def r_dstar_param(self, meta: Any, c: list) -> ast.Param:
-        return ast.Param(str(c[0]), "kwarg", None, self.span(meta))
+        return ast.Param(str(c[1]), "kwarg", None, self.cspan(c))
 
     def r_parameters(self, meta: Any, c: list) -> list:
         return c
@@ -390,41 +437,41 @@ class Builder:
         return tuple(out)
 
     def r_funcdef(self, meta: Any, c: list) -> ast.FunctionDef:
-        name, params, _returns, body = c
+        keyword, name, params, _returns, body = c
         return ast.FunctionDef(
-            str(name), self._params(params), body.stmts, self._block_span(meta, body)
+            str(name), self._params(params), body.stmts, self._block_span(keyword, body)
         )
 
     def r_lambdef(self, meta: Any, c: list) -> ast.Lambda:
-        params, body = c
-        return ast.Lambda(self._params(params), body, self.span(meta))
+        _, params, body = c
+        return ast.Lambda(self._params(params), body, self.cspan(c))
 
     # ---------------------------------------------------------- expressions
 
     def r_tuple_items(self, meta: Any, c: list) -> ast.TupleExpr:
-        return ast.TupleExpr(tuple(c), self.span(meta))
+        return ast.TupleExpr(tuple(c), self.cspan(c))
 
     r_expr_tuple = r_tuple_items
     r_subscript_tuple = r_tuple_items
 
     def r_ifexp(self, meta: Any, c: list) -> ast.IfExp:
         body, test, orelse = c
-        return ast.IfExp(test, body, orelse, self.span(meta))
+        return ast.IfExp(test, body, orelse, self.cspan(c))
 
     def r_or_test(self, meta: Any, c: list) -> ast.BoolOp:
-        return ast.BoolOp("or", tuple(c), self.span(meta))
+        return ast.BoolOp("or", tuple(c), self.cspan(c))
 
     def r_and_test(self, meta: Any, c: list) -> ast.BoolOp:
-        return ast.BoolOp("and", tuple(c), self.span(meta))
+        return ast.BoolOp("and", tuple(c), self.cspan(c))
 
     def r_not_op(self, meta: Any, c: list) -> ast.UnaryOp:
-        return ast.UnaryOp("not", c[1], self.span(meta))
+        return ast.UnaryOp("not", c[1], self.cspan(c))
 
     def r_comp_op(self, meta: Any, c: list) -> str:
         return " ".join(str(t) for t in c)
 
     def r_comparison(self, meta: Any, c: list) -> ast.Compare:
-        return ast.Compare(c[0], tuple(c[1::2]), tuple(c[2::2]), self.span(meta))
+        return ast.Compare(c[0], tuple(c[1::2]), tuple(c[2::2]), self.cspan(c))
 
     def _binchain(self, meta: Any, c: list) -> ast.BinOp:
         # [a, op, b, op, c, ...] -> ((a op b) op c) ..., built in a loop.
@@ -440,15 +487,15 @@ class Builder:
     r_expr = r_xor_expr = r_and_expr = r_arith_expr = r_term = _binchain
 
     def r_unary(self, meta: Any, c: list) -> ast.UnaryOp:
-        return ast.UnaryOp(str(c[0]), c[1], self.span(meta))
+        return ast.UnaryOp(str(c[0]), c[1], self.cspan(c))
 
     def r_power(self, meta: Any, c: list) -> ast.BinOp:
-        return ast.BinOp(c[0], "**", c[1], self.span(meta))
+        return ast.BinOp(c[0], "**", c[1], self.cspan(c))
 
     def r_call(self, meta: Any, c: list) -> ast.Call:
-        func, args = c
+        func, args, _ = c
         args = args or []
-        span = self.span(meta)
+        span = self.cspan(c)
         seen_kw = seen_dstar = False
         names: set[str] = set()
         for a in args:
@@ -485,38 +532,38 @@ class Builder:
         name, value = c
         if not isinstance(name, ast.Name):
             raise self.error(
-                'expression cannot contain assignment, perhaps you meant "=="?', self.span(meta)
+                'expression cannot contain assignment, perhaps you meant "=="?', self.cspan(c)
             )
-        return ast.Arg("kw", name.id, value, self.span(meta))
+        return ast.Arg("kw", name.id, value, self.cspan(c))
 
     def r_star_arg(self, meta: Any, c: list) -> ast.Arg:
-        return ast.Arg("star", None, c[0], self.span(meta))
+        return ast.Arg("star", None, c[1], self.cspan(c))
 
     def r_dstar_arg(self, meta: Any, c: list) -> ast.Arg:
-        return ast.Arg("dstar", None, c[0], self.span(meta))
+        return ast.Arg("dstar", None, c[1], self.cspan(c))
 
     def r_genexp_arg(self, meta: Any, c: list) -> ast.Arg:
-        span = self.span(meta)
+        span = self.cspan(c)
         return ast.Arg("genexp", None, ast.GeneratorExp(c[0], tuple(c[1]), span), span)
 
     def r_getitem(self, meta: Any, c: list) -> ast.Subscript:
-        return ast.Subscript(c[0], c[1], self.span(meta))
+        return ast.Subscript(c[0], c[1], self.cspan(c))
 
     def r_getattr(self, meta: Any, c: list) -> ast.Attribute:
-        return ast.Attribute(c[0], str(c[1]), self.span(meta))
+        return ast.Attribute(c[0], str(c[1]), self.cspan(c))
 
     def r_slice(self, meta: Any, c: list) -> ast.Slice:
-        return ast.Slice(c[0], c[1], c[2], self.span(meta))
+        return ast.Slice(c[0], c[2], c[4] if len(c) > 4 else None, self.cspan(c))
 
     def r_name(self, meta: Any, c: list) -> ast.Name:
-        return ast.Name(str(c[0]), self.span(meta))
+        return ast.Name(str(c[0]), self.cspan(c))
 
     def r_const(self, meta: Any, c: list) -> ast.Constant:
         value = {"None": None, "True": True, "False": False}[str(c[0])]
-        return ast.Constant(value, self.span(meta))
+        return ast.Constant(value, self.cspan(c))
 
     def r_ellipsis(self, meta: Any, c: list) -> ast.Constant:
-        return ast.Constant(Ellipsis, self.span(meta))
+        return ast.Constant(Ellipsis, self.cspan(c))
 
     def r_number(self, meta: Any, c: list) -> ast.Constant:
         tok = c[0]
@@ -527,34 +574,40 @@ class Builder:
             if tok.type == "DEC_NUMBER":  # "007" style is refused by int(x, 0)
                 value = int(text)
             else:
-                raise self.error("invalid number literal", self.span(meta)) from None
-        return ast.Constant(value, self.span(meta))
+                raise self.error("invalid number literal", self.cspan(c)) from None
+        return ast.Constant(value, self.cspan(c))
 
     def r_tuple(self, meta: Any, c: list) -> ast.TupleExpr:
-        return ast.TupleExpr((), self.span(meta))
+        return ast.TupleExpr((), self.cspan(c))
 
     def r_paren(self, meta: Any, c: list) -> ast.Node:
         # The parenthesised node keeps its identity but spans the parentheses,
         # so error carets and on_value labels cover "(a + b)".
-        return replace(c[0], span=self.span(meta))
+        lpar = c[0]
+        if self.line_base and lpar.line == 1 and lpar.column == 1:
+            return c[1]  # the parentheses parse_expression wrapped around an f-string field
+        return replace(c[1], span=self.cspan(c))
 
     def r_list(self, meta: Any, c: list) -> ast.ListExpr:
-        return ast.ListExpr(tuple(c), self.span(meta))
+        return ast.ListExpr(tuple(c[1:-1]), self.cspan(c))
 
     def r_dict_item(self, meta: Any, c: list) -> tuple:
         return (c[0], c[1])
 
     def r_dict(self, meta: Any, c: list) -> ast.DictExpr:
-        return ast.DictExpr(tuple(k for k, _ in c), tuple(v for _, v in c), self.span(meta))
+        pairs = c[1:-1]
+        return ast.DictExpr(
+            tuple(k for k, _ in pairs), tuple(v for _, v in pairs), self.cspan(c)
+        )
 
     def r_listcomp(self, meta: Any, c: list) -> ast.ListComp:
-        return ast.ListComp(c[0], tuple(c[1]), self.span(meta))
+        return ast.ListComp(c[1], tuple(c[2]), self.cspan(c))
 
     def r_dictcomp(self, meta: Any, c: list) -> ast.DictComp:
-        return ast.DictComp(c[0], c[1], tuple(c[2]), self.span(meta))
+        return ast.DictComp(c[1], c[2], tuple(c[3]), self.cspan(c))
 
     def r_genexp(self, meta: Any, c: list) -> ast.GeneratorExp:
-        return ast.GeneratorExp(c[0], tuple(c[1]), self.span(meta))
+        return ast.GeneratorExp(c[1], tuple(c[2]), self.cspan(c))
 
     def r_comp_if(self, meta: Any, c: list) -> _CompIf:
         # An optional inlined rule ([_comp_iter]) leaves no placeholder.
@@ -568,11 +621,7 @@ class Builder:
         while isinstance(rest, _CompIf):
             ifs.append(rest.cond)
             rest = rest.rest
-        span = self.span(meta)
-        if ifs:
-            span = Span(span.line, span.column, ifs[-1].span.end_line, ifs[-1].span.end_column)
-        else:
-            span = Span(span.line, span.column, it.span.end_line, it.span.end_column)
+        span = self.cspan([target, ifs[-1] if ifs else it])
         first = ast.Comprehension(target, it, tuple(ifs), span)
         return [first] + (rest or [])
 
@@ -618,7 +667,7 @@ class Builder:
             body_start = prefix_len + quote
             body = text[body_start : len(text) - quote]
             pieces.extend(self._fstring_parts(tok, body, body_start, "r" in prefix, 0))
-        span = self.span(meta)
+        span = self.cspan(c)
         if not is_f:
             return ast.Constant("".join(pieces), span)  # type: ignore[arg-type]
         return ast.FString(tuple(_merge_literals(pieces)), span)
@@ -898,6 +947,8 @@ def validate(module: ast.Module) -> None:
             raise ScriptSyntaxError("'break' outside loop", node.span, source)
         if t is ast.Continue and not in_loop:
             raise ScriptSyntaxError("'continue' not properly in loop", node.span, source)
+        if t is ast.ImportFrom and node.star and in_func:  # type: ignore[attr-defined]
+            raise ScriptSyntaxError("import * only allowed at module level", node.span, source)
         if t is ast.Nonlocal and not in_func:
             raise ScriptSyntaxError("nonlocal declaration not allowed at module level", node.span, source)
         if t is ast.FunctionDef or t is ast.Lambda:

@@ -55,6 +55,9 @@ Closure = Callable[..., Any]
 
 _MISSING: Any = object()
 
+# Highest Python recursion limit a run sets (see Interpreter._recursion_needed).
+MAX_RECURSION_LIMIT = 25_000
+
 # Error kinds a script's try/except can never catch.
 UNCATCHABLE = frozenset({"LimitError", "SandboxError", "KeyboardInterrupt"})
 
@@ -575,7 +578,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
                 if r is not None:
                     return r
             return None
@@ -602,7 +605,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return test
 
@@ -617,7 +620,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return truth
 
@@ -653,7 +656,7 @@ class _Compiler:
                         span,
                         src,
                         fname,
-                    ) from None
+                    )
 
             return load_local
         if depth > 0:
@@ -671,7 +674,7 @@ class _Compiler:
                         span,
                         src,
                         fname,
-                    ) from None
+                    )
 
             return load_free
         g = it.globals
@@ -682,7 +685,7 @@ class _Compiler:
             if v is _MISSING:
                 v = b.get(name, _MISSING)
                 if v is _MISSING:
-                    raise _fail(it, NameError(it._name_error(name, env)), span, src, fname) from None
+                    raise _fail(it, NameError(it._name_error(name, env)), span, src, fname)
             return v
 
         return load_global
@@ -738,7 +741,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return formatted
 
@@ -791,7 +794,7 @@ class _Compiler:
                 try:
                     d[k] = v
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
             return d
 
         return dict_expr
@@ -835,7 +838,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
 
             return binop
 
@@ -851,7 +854,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
             return v
 
         return binchain
@@ -885,7 +888,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return unary
 
@@ -950,7 +953,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
 
             return compare
         last = len(links) - 1
@@ -968,7 +971,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
                 if i < last and not (v if type(v) is bool else truth(v, span)):
                     return v
                 a = b
@@ -1110,7 +1113,7 @@ class _Compiler:
                         _through_call(err, span, src, fname)
                         raise
                     except Exception as exc:
-                        raise _fail(it, exc, span, src, fname) from None
+                        raise _fail(it, exc, span, src, fname)
 
                 return call1
 
@@ -1129,7 +1132,7 @@ class _Compiler:
                     _through_call(err, span, src, fname)
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
 
             return call
         spec = tuple(zip(kinds, [a.name for a in node.args], fns, [a.span for a in node.args]))
@@ -1152,7 +1155,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, aspan, src, fname) from None
+                    raise _fail(it, exc, aspan, src, fname)
             try:
                 if type(f) is function_type:
                     v = invoke(f, args, kwargs)
@@ -1166,7 +1169,7 @@ class _Compiler:
                 _through_call(err, span, src, fname)
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return call_general
 
@@ -1190,7 +1193,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return attribute
 
@@ -1211,7 +1214,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return subscript
 
@@ -1293,7 +1296,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, iter_span, src, fname) from None
+                raise _fail(it, exc, iter_span, src, fname)
 
         return run
 
@@ -1315,7 +1318,7 @@ class _Compiler:
             try:
                 iterator = iter(iterable)
             except Exception as exc:
-                raise _fail(it, exc, span0, src, fname) from None
+                raise _fail(it, exc, span0, src, fname)
             out_ref.append([])
             try:
                 run(0, iterator, ({},) + env)
@@ -1344,7 +1347,7 @@ class _Compiler:
             try:
                 iterator = iter(iterable)
             except Exception as exc:
-                raise _fail(it, exc, span0, src, fname) from None
+                raise _fail(it, exc, span0, src, fname)
             out_ref.append({})
             try:
                 run(0, iterator, ({},) + env)
@@ -1368,7 +1371,7 @@ class _Compiler:
             try:
                 iterator = iter(iterable)
             except Exception as exc:
-                raise _fail(it, exc, span0, src, fname) from None
+                raise _fail(it, exc, span0, src, fname)
             cenv = ({},) + env
 
             def gen(level: int, iterable: Any) -> Any:
@@ -1387,7 +1390,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, iter_span, src, inner_name) from None
+                    raise _fail(it, exc, iter_span, src, inner_name)
 
             return gen(0, iterator)
 
@@ -1455,7 +1458,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
             for store, item in zip(stores, items):
                 store(env, item)
 
@@ -1481,7 +1484,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return store_attr
 
@@ -1503,7 +1506,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return store_item
 
@@ -1559,7 +1562,7 @@ class _Compiler:
             try:
                 del obj[i]
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return delete_item
 
@@ -1661,7 +1664,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
                 store(env, v)
 
             return aug_name
@@ -1675,7 +1678,7 @@ class _Compiler:
                 try:
                     a = get_attribute(obj, name, guards)
                 except Exception as exc:
-                    raise _fail(it, exc, target.span, src, fname) from None
+                    raise _fail(it, exc, target.span, src, fname)
                 b = value_fn(env)
                 try:
                     v = op(a, b)
@@ -1683,7 +1686,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from None
+                    raise _fail(it, exc, span, src, fname)
 
             return aug_attr
         obj_fn, index_fn = c[0], c[1]
@@ -1694,7 +1697,7 @@ class _Compiler:
             try:
                 a = obj[i]
             except Exception as exc:
-                raise _fail(it, exc, target.span, src, fname) from None
+                raise _fail(it, exc, target.span, src, fname)
             b = value_fn(env)
             try:
                 v = op(a, b)
@@ -1705,7 +1708,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
 
         return aug_item
 
@@ -1959,7 +1962,7 @@ class _Compiler:
                     except ScriptRuntimeError:
                         raise
                     except Exception as exc:
-                        raise _fail(it, exc, target_span, src, fname) from None
+                        raise _fail(it, exc, target_span, src, fname)
                     r = body(env)
                     if r is not None:
                         if r is CONTINUE:
@@ -1970,7 +1973,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, iter_span, src, fname) from None
+                raise _fail(it, exc, iter_span, src, fname)
             if orelse is not None:
                 return orelse(env)
             return None
@@ -2012,7 +2015,7 @@ class _Compiler:
                     try:
                         matched = _exception_matches(err, exc, cls)
                     except Exception as e2:
-                        raise _fail(it, e2, type_span, src, fname) from None
+                        raise _fail(it, e2, type_span, src, fname)
                     if not matched:
                         continue
                 if store is not None:
@@ -2095,7 +2098,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
             try:
                 if store is not None:
                     store(env, value)
@@ -2105,7 +2108,7 @@ class _Compiler:
                 try:
                     suppress = exit_(mgr, type(exc), exc, None)
                 except Exception as exc2:
-                    raise _fail(it, exc2, span, src, fname) from None
+                    raise _fail(it, exc2, span, src, fname)
                 if suppress and err.catchable:
                     return None
                 raise
@@ -2114,7 +2117,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname) from None
+                raise _fail(it, exc, span, src, fname)
             return r
 
         return with_
@@ -2343,8 +2346,10 @@ class Interpreter:
     # ----------------------------------------------------------- internals
 
     def _recursion_needed(self) -> int:
-        # About 40 Python frames per script call level and 4 per nesting level.
-        return 2_000 + 40 * self.max_depth + 4 * MAX_NESTING
+        # About 40 Python frames per script call level and 4 per nesting level,
+        # capped: the same limit guards C recursion (repr of a deeply nested
+        # list), which crashes the process beyond about 50,000 levels.
+        return min(2_000 + 40 * self.max_depth + 4 * MAX_NESTING, MAX_RECURSION_LIMIT)
 
     def _execute(self, block: Callable[[Env], Any], source: Source) -> None:
         self.steps = 0
@@ -2372,7 +2377,7 @@ class Interpreter:
             ) from None
         except Exception as exc:  # pragma: no cover - statements convert their own errors
             span = self.current_span or Span(1, 1, 1, 2)
-            raise _fail(self, exc, span, self.current_source or source, "<module>") from None
+            raise _fail(self, exc, span, self.current_source or source, "<module>")
         finally:
             self.depth = 0
             self._handling.clear()

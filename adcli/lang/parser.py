@@ -248,7 +248,7 @@ def get_lark() -> tuple[Lark, AdIndenter]:
             _grammar_text(),
             parser="lalr",
             postlex=indenter,
-            propagate_positions=True,
+            propagate_positions=False,
             maybe_placeholders=True,
             start=["start", "eval_input"],
         )
@@ -286,6 +286,63 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
+def _scan_brackets(text: str) -> tuple[str, int, int, int, str] | None:
+    """The first bracket problem in the whole text, as Python's tokenizer sees it.
+
+    Like CPython, a bracket left open at the end of the file (or a closing
+    bracket that does not match) takes priority over a later parse error.
+    """
+    stack: list[tuple[str, int, int]] = []
+    i, n = 0, len(text)
+    line, line_start = 1, 0
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+            line_start = i + 1
+        elif ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif ch in "'\"":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                if text[j] == "\\":
+                    j += 1
+                elif text[j] == "\n" and len(quote) == 1:
+                    break
+                j += 1
+            for k in range(i, min(j, n)):
+                if text[k] == "\n":
+                    line += 1
+                    line_start = k + 1
+            i = j + len(quote)
+            continue
+        elif ch in "([{":
+            stack.append((ch, line, i - line_start + 1))
+        elif ch in ")]}":
+            col = i - line_start + 1
+            if not stack:
+                return f"unmatched '{ch}'", line, col, col + 1, "SyntaxError"
+            opener, oline, _ = stack.pop()
+            if "([{".index(opener) != ")]}".index(ch):
+                where = "" if oline == line else f" on line {oline}"
+                return (
+                    f"closing parenthesis '{ch}' does not match opening parenthesis"
+                    f" '{opener}'{where}",
+                    line,
+                    col,
+                    col + 1,
+                    "SyntaxError",
+                )
+        i += 1
+    if stack:
+        opener, oline, ocol = stack[-1]
+        return f"'{opener}' was never closed", oline, ocol, ocol + 1, "SyntaxError"
+    return None
+
+
 def _token_error(
     exc: UnexpectedToken, text: str, st: _State
 ) -> tuple[str, int, int, int, str]:
@@ -299,45 +356,29 @@ def _token_error(
     else:
         line, col = tok.line, tok.column
         end = tok.end_column if tok.end_line == tok.line else col + 1
+    if typ == "_NEWLINE":
+        end = col + 1
     if typ == "_INDENT":
         width = len(str(tok))
         return "unexpected indent", tok.end_line, 1, width + 1, "IndentationError"
-    # The contextual lexer can reject a bracket before the postlexer sees it.
-    if typ in _CLOSE:
-        if not st.parens:
-            return f"unmatched '{tok}'", line, col, col + 1, "SyntaxError"
-        opener = st.parens[-1]
-        if _MATCH[typ] != opener.type:
-            where = "" if opener.line == tok.line else f" on line {opener.line}"
-            return (
-                f"closing parenthesis '{tok}' does not match opening parenthesis"
-                f" '{opener}'{where}",
-                line,
-                col,
-                col + 1,
-                "SyntaxError",
-            )
-    if st.parens:
-        opener = st.parens[-1]
-        if typ == "$END" or line > opener.line:
-            return (
-                f"'{opener}' was never closed",
-                opener.line,
-                opener.column,
-                opener.column + 1,
-                "SyntaxError",
-            )
-    if typ in ("_NEWLINE", "$END") and typ == "_NEWLINE":
-        end = col + 1
-    if typ == "EQUAL" and "EQUAL" not in expected:
+    brackets = _scan_brackets(text)
+    if brackets is not None:
+        return brackets
+    # The previous token: the postlexer may or may not have seen `tok` yet.
+    hist = [t for t in st.history if t is not tok and (t.line, t.column) < (tok.line, tok.column)]
+    prev = hist[-1] if hist and typ != "$END" else None
+    if st.parens and "COMMA" in expected and (typ in _ATOM_TOKENS or typ in _OPEN):
+        if prev is not None and prev.line == line:
+            return "invalid syntax. Perhaps you forgot a comma?", line, prev.column, end, "SyntaxError"
+        return "invalid syntax. Perhaps you forgot a comma?", line, col, end, "SyntaxError"
+    if typ == "EQUAL" and "EQUAL" not in expected and not _EXPR_START <= expected:
         return "invalid syntax. Maybe you meant '==' instead of '='?", line, col, end, "SyntaxError"
+    if "ELSE" in expected and "IF" not in expected and typ in ("_NEWLINE", "$END", "RPAR", "COMMA"):
+        return "expected 'else' after 'if' expression", line, col, end, "SyntaxError"
     if "COLON" in expected and typ in ("_NEWLINE", "$END") and not expected & set(_CLOSE):
         return "expected ':'", line, col, end, "SyntaxError"
     if _EXPR_START <= expected and not _STMT_START & expected:
         return "expected an expression", line, col, end, "SyntaxError"
-    # The previous token: the postlexer may or may not have seen `tok` yet.
-    hist = [t for t in st.history if t is not tok and (t.line, t.column) < (tok.line, tok.column)]
-    prev = hist[-1] if hist and typ != "$END" else None
     if (
         prev is not None
         and prev.type == "NAME"
@@ -352,8 +393,6 @@ def _token_error(
             end,
             "SyntaxError",
         )
-    if st.parens and "COMMA" in expected and (typ in _ATOM_TOKENS or typ in _OPEN):
-        return "invalid syntax. Perhaps you forgot a comma?", line, col, end, "SyntaxError"
     return "invalid syntax", line, col, end, "SyntaxError"
 
 

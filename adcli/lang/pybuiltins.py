@@ -89,10 +89,15 @@ def make_builtins(guards: Guards, write: Callable[[str], object] | None = None) 
         items = materialize(iterable)
         if type(start) not in (list, tuple):
             return sum(items, start)  # numbers (and tensors) never grow in length
-        total = start
+        # sum(lists, []) is quadratic in Python; extend a copy instead, with
+        # the same result and the same TypeError for mismatched types.
+        total = list(start)
         for x in items:
-            total = guards.add(total, x)
-        return total
+            if type(x) is not type(start):
+                return guards.add(start if not total else type(start)(total), x)
+            guards.check_len(len(total) + len(x))
+            total.extend(x)
+        return type(start)(total)
 
     def _minmax(name: str, pick: Callable, args: tuple, key: Any, default: Any) -> Any:
         if not args:

@@ -79,6 +79,13 @@ class Row:
     grad_reason: str | None = None
     hook_changed: bool = False
     released: bool = False
+    # --symbolic (filled by adcli.symbolic): the node's formula, the formula of the
+    # gradient that flowed into it, its grad_fn's local rule; the node itself
+    formula: str | None = None
+    grad_formula: str | None = None
+    rule: str | None = None
+    node: Any = field(default=None, repr=False, compare=False)
+    output_nr: int = 0
 
     @property
     def kind(self) -> str:
@@ -114,6 +121,7 @@ class Block:
     diagonal: np.ndarray | None = None  # ∂²root/∂u_i∂v_i when u and v have one shape
     error: str | None = None
     dtype: str = "float32"
+    formula: str | None = None  # --symbolic: the block's formula (adcli.symbolic)
 
 
 @dataclass
@@ -147,6 +155,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     second_order: SecondOrder | None = None
     full: bool = False
+    symbolic: bool = False  # --symbolic: rows carry formulas (render a formula table)
 
     @property
     def shown_rows(self) -> list[Row]:
@@ -420,6 +429,8 @@ def _row(it: _Item, event_kind: str, inputs: list[Tensor] | None) -> Row:
         grad_reason=reason,
         hook_changed=bool(it.entry is not None and it.entry.hook_changed),
         released=bool(it.entry is not None and it.entry.released),
+        node=it.node,  # for adcli.symbolic
+        output_nr=it.index,
     )
 
 

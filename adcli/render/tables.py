@@ -97,6 +97,8 @@ def report_renderables(report: Report, width: int) -> list[Any]:
     """The parts of the report, in order, for a console `width` columns wide."""
     parts: list[Any] = [_header(report)]
     parts += node_tables(report, width)
+    if report.symbolic:  # --symbolic: formulas beside the numbers (adcli.symbolic fills them)
+        parts.append(formula_table(report))
     legend = _legend(report)
     if legend is not None:
         parts.append(legend)
@@ -247,6 +249,34 @@ def _notes(notes: list[str]) -> Table:
     return grid
 
 
+def formula_table(report: Report) -> Table:
+    """--symbolic: each node's formula in the leaves, the formula of the gradient that
+    flowed into it (checked against the number), and the local rule of its grad_fn."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        header_style="bold",
+    )
+    table.add_column("name", overflow="fold", max_width=16)
+    table.add_column("formula", overflow="fold", ratio=3)
+    table.add_column(f"∂{report.root}/∂name (formula)", overflow="fold", ratio=3)
+    table.add_column("local rule (grad_fn)", overflow="fold", ratio=4)
+    for row in report.rows:
+        if isinstance(row, Fold):
+            table.add_row(Text(row.text, style=_DIM), Text(""), Text(""), Text(""))
+            continue
+        grad = row.grad_formula or ""
+        table.add_row(
+            Text(row.name, style=_LEAF if row.is_leaf else _OP),
+            Text(row.formula or ("" if row.is_leaf else "-")),
+            Text(grad, style="bold red" if "MISMATCH" in grad else ""),
+            Text(row.rule or ""),
+        )
+    return table
+
+
 # ------------------------------------------------------------------ second order
 
 
@@ -267,19 +297,24 @@ def second_order_table(report: Report) -> Table:
     table.add_column("v", overflow="fold")
     table.add_column("shape", no_wrap=True)
     table.add_column(f"∂²{root}/∂u∂v", overflow="fold")
+    if report.symbolic:  # --symbolic: the block's formula (adcli.symbolic)
+        table.add_column("formula", overflow="fold")
     first = {f.name: f.grad_fn for f in so.first_order}
     prev_u = None
     for b in so.blocks:
         same = b.u == prev_u
         prev_u = b.u
         gf = first.get(b.u)
-        table.add_row(
+        cells = [
             Text("" if same else b.u, style=_LEAF),
             Text("" if same else (gf or "None (constant)"), style=_OP if gf else _DIM),
             Text(b.v, style=_LEAF),
             Text(format_shape(b.shape)),
             _block_cell(b, report.full),
-        )
+        ]
+        if report.symbolic:
+            cells.append(Text(b.formula or ""))
+        table.add_row(*cells)
     return table
 
 

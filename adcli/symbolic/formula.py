@@ -26,7 +26,9 @@ from . import rules, sym
 from .sym import FormulaError, TensorSymbol
 
 #: A subformula with more tree nodes than this is abbreviated to its tensor's name.
-ABBREVIATE = 160
+ABBREVIATE = 80
+#: A converter reads at most this many nodes (a formula of a longer graph is refused).
+NODE_BUDGET = 3000
 #: Constant arrays with at most this many elements are written out (`tensor([1., 2.])`).
 LITERAL_MAX = 6
 
@@ -46,15 +48,20 @@ class Converter:
         stops: dict[tuple[int, int], Any] | None = None,
         leaf_values: dict[int, np.ndarray] | None = None,
         abbreviate: int = ABBREVIATE,
+        shared: dict[int, list[tuple[Any, Any]]] | None = None,
     ) -> None:
         self.memo: dict[tuple[int, int], tuple[Node, Any]] = {}
         self.stops = dict(stops or {})
         self.leaf_values = leaf_values or {}
         self.syms: dict[int, tuple[Any, Any]] = {}
+        # leaf symbols shared with other converters (the same leaf at the same values is
+        # the same symbol, so gradients of several passes add up)
+        self.shared = shared if shared is not None else {}
         self.shape_memo: dict[Any, tuple[int, ...]] = {}
         self.abbreviate = abbreviate
         self.abbreviated: dict[TensorSymbol, Any] = {}
         self._counter = 0
+        self.converted = 0
 
     # ------------------------------------------------------------------ entry points
     def of_tensor(self, t: Tensor) -> Any:
@@ -94,6 +101,11 @@ class Converter:
                 if pending:
                     stack.extend(pending)
                     continue
+            self.converted += 1
+            if self.converted > NODE_BUDGET:
+                raise FormulaError(
+                    f"the graph has more than {NODE_BUDGET} nodes: too long for a formula"
+                )
             memo[key] = (n, self._node(n, k))
             stack.pop()
         return memo[(id(node), nr)][1]
@@ -115,8 +127,13 @@ class Converter:
             value = lab.value
         else:
             raise FormulaError("a leaf of this graph is gone")
+        for known_owner, known in self.shared.get(id(owner), ()):
+            if known_owner is owner and np.array_equal(known.value, value, equal_nan=True):
+                self.syms[id(owner)] = (owner, known)
+                return known
         s = sym.tensor_symbol(name or self._fresh("leaf"), np.array(value, copy=True), "leaf")
         self.syms[id(owner)] = (owner, s)
+        self.shared.setdefault(id(owner), []).append((owner, s))
         return s
 
     def const(self, t: Tensor) -> Any:
@@ -144,7 +161,8 @@ class Converter:
             if np.all(a == first) or (a.dtype.kind == "f" and np.all(np.isnan(a))):
                 return sym.number(first if a.dtype != np.bool_ else bool(first))
         if 0 < a.size <= LITERAL_MAX:
-            return sym.tensor_symbol(rules.sym_literal(a), a, kind)
+            shown = a.astype(np.float32) if kind == "derived" and a.dtype == np.float64 else a
+            return sym.tensor_symbol(rules.sym_literal(shown), a, kind)
         name = None
         if label is not None and label.expr and len(label.expr) <= 24:
             name = label.expr

@@ -56,6 +56,16 @@ def quiet_graph(roots: Iterable[Node | None]) -> Iterator[None]:
     the engine recording operands (so the gradient graph can be read)."""
     undo: list[tuple[Any, str, Any]] = []
     for n in graph_nodes(roots):
+        # named constants (data such as `x`) take part as leaves, so that backward
+        # formulas computing on them (`x.t()`) are recorded and keep their names
+        for st in getattr(n, "sym_inputs", None) or ():
+            t = None if st is None else st.tensor
+            if t is not None and not t._requires_grad and t.data_.dtype.kind == "f":
+                lab = label_of(t)
+                if lab is not None and lab.name:
+                    undo.append((t, "_acc", t._acc))
+                    undo.append((t, "_requires_grad", False))
+                    t._requires_grad = True
         if isinstance(n, Function) and n.saved is _FREED and "sym_saved" in n.__dict__:
             undo.append((n, "saved", n.saved))
             n.saved = n.__dict__["sym_saved"]

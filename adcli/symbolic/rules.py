@@ -210,7 +210,7 @@ def _replay(cls: type, params: dict[str, Any], nr: int) -> Callable[[list[Any]],
         ctx = cls.__new__(cls)
         ctx.saved = ()
         ctx.needs_input_grad = (False,) * len(arrays)
-        ts = [None if a is None else Tensor._make(np.ascontiguousarray(a)) for a in arrays]
+        ts = [None if a is None else Tensor._make(np.array(a)) for a in arrays]
         with np.errstate(all="ignore"):
             out = cls.forward(ctx, *ts, **params)
         if getattr(cls, "multi_output", False):
@@ -455,27 +455,7 @@ def _masked_fill_tensor(c: RuleCtx) -> Any:
 
 def reduce_all(c: RuleCtx, arg: Any, in_shape: Shape, kind: str) -> Any:
     """Sum or mean of all elements of `arg` (a tensor of `in_shape`)."""
-    n = numel(in_shape)
-    es = c.eshape(arg)
-    m = numel(es)
-    if n == 0:
-        return S.Zero if kind == "sum" else S.NaN
-    if m == 1:
-        return arg * n if kind == "sum" else arg
-    fn = np.sum if kind == "sum" else np.mean
-    word = "torch.sum" if kind == "sum" else "mean"
-    op = c.op(
-        lambda t: f"{word}({t[0]})",
-        [arg],
-        evaluate=lambda v, fn=fn: fn(v[0]),
-        in_shapes=[es],
-        out_shape=(),
-        key=("reduce_all", kind),
-        name=f"{kind} of all elements",
-    )
-    if kind == "sum" and n != m:
-        return sympy.Integer(n // m) * op
-    return op
+    return sym.reduce_all(arg, kind, in_shape)
 
 
 def reduce_dims(
@@ -486,6 +466,13 @@ def reduce_dims(
     dims = tuple(sorted(int(d) % nd for d in dims)) if nd else ()
     if not dims:
         return arg
+    if sym.only_derived(arg):  # a reduction of constants the backward made: its number
+        value = np.sum(sym.fit(sym.evaluate(arg), in_shape), axis=dims, keepdims=keepdim)
+        if kind == "mean":
+            value = value / math.prod(in_shape[d] for d in dims)
+        folded = c.conv.const_array(value, kind="derived")
+        if folded.is_number:
+            return folded
     es = c.eshape(arg)
     padded = (1,) * (nd - len(es)) + tuple(es)
     real = [d for d in dims if padded[d] != 1]
@@ -666,8 +653,6 @@ def _addmm(c: RuleCtx) -> Any:
 
 def _view_like(c: RuleCtx, display: Callable[[list[str]], str]) -> Any:
     in_shape, out_shape = c.shape_of(0), c.out_shape
-    if _scalar_like(c, c.a) or strip1(in_shape) == strip1(out_shape):
-        return c.a
     inner = c.a
     # torch.sum(e, dim=d, keepdim=True) viewed without the kept dims is torch.sum(e, dim=d)
     if isinstance(inner, sym.Op):
@@ -678,6 +663,8 @@ def _view_like(c: RuleCtx, display: Callable[[list[str]], str]) -> Any:
             squeezed = tuple(s for d, s in enumerate(src) if d not in dims)
             if squeezed == tuple(out_shape):
                 return reduce_dims(c, inner.args[1], src, dims, False, kind)
+    if _scalar_like(c, c.a) or strip1(in_shape) == strip1(out_shape):
+        return c.a
     return c.op(display, method=True)
 
 
@@ -806,6 +793,11 @@ def _getitem(c: RuleCtx) -> Any:
 def _embed(c: RuleCtx) -> Any:
     text, _ = index_text(c.p("index"))
     shape = c.p("shape")
+    if _scalar_like(c, c.a):  # the same gradient at every indexed place: g times a 0/1 mask
+        mask = np.zeros(shape)
+        with np.errstate(all="ignore"):
+            np.add.at(mask, c.p("index"), 1.0)
+        return c.a * c.conv.const_array(mask, kind="derived")
     return c.op(
         lambda t: f"zeros({_shape_text(shape)}).index_put(({text}), {t[0]}, accumulate=True)",
         closed=False,
@@ -909,9 +901,38 @@ def _nll(c: RuleCtx) -> Any:
     text, whole = c.literal(c.p("target"))
     red = c.p("reduction")
     extra = "" if red == "mean" else f", reduction='{red}'"
-    if c.args[1] is not None:
-        return c.op(lambda t: f"F.nll_loss({t[0]}, {text}, weight={t[1]}{extra})", closed=whole)
+    weight = c.p("weight", None)
+    if weight is not None:
+        wtext, wwhole = c.literal(weight.data_)
+        whole = whole and wwhole
+        extra = f", weight={wtext}" + extra
+    if c.p("ignore_index", -100) != -100:
+        extra += f", ignore_index={c.p('ignore_index')}"
     return c.op(lambda t: f"F.nll_loss({t[0]}, {text}{extra})", closed=whole)
+
+
+@rule("NllLossBackward")
+def _nll_backward(c: RuleCtx) -> Any:
+    """nll_loss's gradient is linear in g: g times a constant array (minus the one-hot
+    of the targets over the batch size, for a mean without weights)."""
+    g = c.args[0]
+    if c.p("reduction") == "none" or numel(c.eshape(g)) != 1:
+        return generic(c)
+    metas = c.in_shapes
+    ones = [np.ones(metas[0]), np.zeros(metas[1])] + [None] * (len(metas) - 2)
+    if len(c.args) > 2 and c.args[2] is not None:
+        ones[2] = sym.evaluate(c.args[2])
+    k = np.asarray(_replay(type(c.node), c.params or {}, 0)(ones), dtype=np.float64)
+    hot = k != 0
+    if hot.any() and np.all(k[hot] == k[hot].flat[0]):
+        scale = c.number(-k[hot].flat[0])
+        target = np.asarray(c.p("target"))
+        ttext = sym_literal(target) if target.size <= 8 else "target"
+        classes = k.shape[-1]
+        onehot = sym.tensor_symbol(f"F.one_hot({ttext}, {classes})", hot.astype(float),
+                                   "derived")
+        return -scale * onehot * g
+    return g * c.conv.const_array(k, kind="derived")
 
 
 def generic(c: RuleCtx) -> Any:

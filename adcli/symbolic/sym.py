@@ -349,6 +349,102 @@ def make_op(key: Any, make: Callable[[], OpSpec], args: Sequence[Any]) -> Any:
     return Op(sympy.Integer(idx), *[NONE if a is None else a for a in args])
 
 
+def reduce_all_op(arg: Any, kind: str, shape: Shape) -> Any:
+    """`torch.sum(arg)` / `mean(arg)` over the elements of `arg` (evaluated at `shape`)."""
+    fn = np.sum if kind == "sum" else np.mean
+    word = "torch.sum" if kind == "sum" else "mean"
+    shape = strip1(shape)
+
+    def make() -> OpSpec:
+        return OpSpec(f"{kind} of all elements", lambda t: f"{word}({t[0]})",
+                      lambda v: fn(v[0]), (shape,), ())
+
+    return make_op(("reduce_all", kind, shape), make, [arg])
+
+
+def only_derived(expr: Any) -> bool:
+    """An expression of constants that backward definitions made (no leaf, no name)."""
+    syms = expr.atoms(TensorSymbol)
+    return bool(syms) and all(s.kind == "derived" for s in syms) and not expr.has(Op)
+
+
+def reduce_all(arg: Any, kind: str, shape: Sequence[int]) -> Any:
+    """Sum or mean of all elements of a tensor of `shape` whose elements are `arg`.
+
+    Broadcasting may have made `arg` smaller than the tensor (a scalar-like operand):
+    then each of its elements stands for n/m of the tensor's."""
+    n = numel(shape)
+    es = eshape(arg)
+    m = numel(es)
+    if n == 0:
+        return S.Zero if kind == "sum" else S.NaN
+    if m == 1:
+        return arg * n if kind == "sum" else arg
+    if only_derived(arg):
+        v = evaluate(arg)
+        total = float(np.sum(v) * (n // m) if kind == "sum" else np.mean(v))
+        return number(total)
+    op = reduce_all_op(arg, kind, es)
+    if kind == "sum" and n != m:
+        return sympy.Integer(n // m) * op
+    return op
+
+
+def _is_reduce_all(e: Any) -> bool:
+    if not isinstance(e, Op):
+        return False
+    key = spec_key(e)
+    return key is not None and key[0] == "reduce_all"
+
+
+def is_sum(e: Any) -> bool:
+    """A sum over elements (all, or some dims): what reduces a broadcast gradient."""
+    if not isinstance(e, Op):
+        return False
+    key = spec_key(e)
+    return key is not None and (
+        (key[0] == "reduce_all" and key[1] == "sum")
+        or (isinstance(key[0], tuple) and key[0][:2] == ("reduce_dims", "sum"))
+    )
+
+
+def sum_argument(e: Any) -> Any:
+    return e.args[1]
+
+
+def pull_scalars(expr: Any, expand: bool = False) -> Any:
+    """Sums and means with factors that are the same for every element taken out
+    (`torch.sum(w*x)` -> `w*torch.sum(x)`, w a scalar); with `expand`, split over terms."""
+
+    def visit(e: Any) -> Any:
+        kind = spec_key(e)[1]
+        arg = e.args[1]
+        shape = spec_of(e).in_shapes[0]
+        n = numel(shape)
+        terms = sympy.Add.make_args(sympy.expand(arg)) if expand else (arg,)
+        out = S.Zero
+        for term in terms:
+            scalar, rest = [], []
+            for f in sympy.Mul.make_args(term):
+                (scalar if numel(eshape(f)) == 1 else rest).append(f)
+            c = sympy.Mul(*scalar)
+            if not rest:
+                out += c * (n if kind == "sum" else 1)
+                continue
+            r = sympy.Mul(*rest)
+            m = numel(eshape(r))
+            part = reduce_all_op(r, kind, eshape(r))
+            if kind == "sum" and m != n:
+                part = part * sympy.Integer(n // m)
+            out += c * part
+        return out
+
+    try:
+        return expr.replace(_is_reduce_all, visit)
+    except Exception:  # shapes SymPy moved around that no longer broadcast: leave it
+        return expr
+
+
 # ------------------------------------------------------------------ numbers
 
 
@@ -655,8 +751,14 @@ def tidy(expr: Any) -> Any:
             c = fn(expr)
         except Exception:  # SymPy gives up in many ways; the expression as built is fine
             continue
-        if c is not None and _allowed(c):
-            candidates.append(c)
+        if c is None or not _allowed(c):
+            continue
+        if c.has(Op):
+            for expand in (False, True):
+                pulled = pull_scalars(c, expand)
+                if pulled != c:
+                    candidates.append(sympy.factor_terms(pulled))
+        candidates.append(c)
     if not candidates:
         return expr
     best = min(enumerate(candidates), key=lambda ic: (sympy.count_ops(ic[1]), ic[0]))

@@ -156,7 +156,7 @@ CREATE_GRAPH_WARNING = "Using backward() with create_graph=True will create a re
 def check(scenario: Callable[[Any, Rec], None]) -> None:
     expected = run(TM, scenario)
     actual = run(AM, scenario)
-    for i, (a, e) in enumerate(zip(actual, expected)):
+    for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
         assert a == e, f"line {i}:\nadcli: {a}\ntorch: {e}\n(torch transcript: {expected})"
     assert len(actual) == len(expected), f"adcli {actual}\ntorch {expected}"
 
@@ -183,10 +183,22 @@ def leaf_inplace_errors(m: Any, r: Rec) -> None:
     def setitem() -> None:
         x[0] = 5
 
-    for f in (lambda: x.add_(1), iadd, lambda: x.mul_(2), lambda: x.zero_(),
-              lambda: x.fill_(1.0), lambda: x.sub_(1), lambda: x.div_(2), lambda: x.pow_(2),
-              lambda: x.copy_(m.zeros(3)), lambda: x.exp_(), setitem,
-              lambda: x[:2].add_(1), lambda: x[1].mul_(2), lambda: x.view(3).zero_()):
+    for f in (
+        lambda: x.add_(1),
+        iadd,
+        lambda: x.mul_(2),
+        lambda: x.zero_(),
+        lambda: x.fill_(1.0),
+        lambda: x.sub_(1),
+        lambda: x.div_(2),
+        lambda: x.pow_(2),
+        lambda: x.copy_(m.zeros(3)),
+        lambda: x.exp_(),
+        setitem,
+        lambda: x[:2].add_(1),
+        lambda: x[1].mul_(2),
+        lambda: x.view(3).zero_(),
+    ):
         r.err(f)
     r(x, x.is_leaf, x._version)
     r.err(lambda: x.data.add_(1))
@@ -487,7 +499,7 @@ def inplace_on_view_with_tensor_operand(m: Any, r: Rec) -> None:
     r(y2)
     r.graph(y2)
     r.graph(v2)
-    (y2 ** 2).sum().backward()
+    (y2**2).sum().backward()
     r.grad(x)
     r.grad(w)
 
@@ -942,7 +954,7 @@ def backward_without_grad(m: Any, r: Rec) -> None:
     with m.no_grad():
         z.backward()
     r.grad(x)
-    g, = m.autograd.grad((2 * x).sum(), x, create_graph=True)
+    (g,) = m.autograd.grad((2 * x).sum(), x, create_graph=True)
     r(g, g.requires_grad, g.grad_fn)
     r.err(lambda: m.autograd.grad(g.sum(), x))
 
@@ -1080,19 +1092,29 @@ def graph_walk(m: Any, r: Rec) -> None:
 def higher_order(m: Any, r: Rec) -> None:
     x = m.tensor(3.0, requires_grad=True)
     y = x**3
-    dy, = m.autograd.grad(y, x, create_graph=True)
+    (dy,) = m.autograd.grad(y, x, create_graph=True)
     r(dy)
-    d2y, = m.autograd.grad(dy, x, create_graph=True)
+    (d2y,) = m.autograd.grad(dy, x, create_graph=True)
     r(d2y)
-    d3y, = m.autograd.grad(d2y, x)
+    (d3y,) = m.autograd.grad(d2y, x)
     r(d3y)
     r.err(lambda: m.autograd.grad(d3y, x))
     x = m.tensor(2.0, requires_grad=True)
-    for f in (lambda t: t**2, lambda t: t**3, lambda t: t * t, lambda t: t.exp(),
-              lambda t: t.sin(), lambda t: t.tanh(), lambda t: t.sigmoid(), lambda t: t.log(),
-              lambda t: t**2 + 3 * t, lambda t: t.relu(), lambda t: (t * 1).relu() * t):
-        g, = m.autograd.grad(f(x), x, create_graph=True)
-        h, = m.autograd.grad(g, x, allow_unused=True)
+    for f in (
+        lambda t: t**2,
+        lambda t: t**3,
+        lambda t: t * t,
+        lambda t: t.exp(),
+        lambda t: t.sin(),
+        lambda t: t.tanh(),
+        lambda t: t.sigmoid(),
+        lambda t: t.log(),
+        lambda t: t**2 + 3 * t,
+        lambda t: t.relu(),
+        lambda t: (t * 1).relu() * t,
+    ):
+        (g,) = m.autograd.grad(f(x), x, create_graph=True)
+        (h,) = m.autograd.grad(g, x, allow_unused=True)
         r(g, h)
 
 
@@ -1116,7 +1138,7 @@ def backward_create_graph(m: Any, r: Rec) -> None:
 def gradient_penalty_and_mixed(m: Any, r: Rec) -> None:
     x = m.tensor([1.0, 2.0], requires_grad=True)
     y = (x**3).sum()
-    g, = m.autograd.grad(y, x, create_graph=True)
+    (g,) = m.autograd.grad(y, x, create_graph=True)
     r(g)
     penalty = (g**2).sum()
     r(penalty)
@@ -1137,17 +1159,31 @@ def gradient_penalty_and_mixed(m: Any, r: Rec) -> None:
 @scenario
 def kinks(m: Any, r: Rec) -> None:
     x = m.tensor([0.0, 0.0, 0.0, 0.0], requires_grad=True)
-    for f in (lambda t: t.relu(), lambda t: t.abs(), lambda t: t.sqrt(),
-              lambda t: m.F.leaky_relu(t, 0.1), lambda t: t.sign(), lambda t: t.floor(),
-              lambda t: t.clamp(min=0), lambda t: m.maximum(t, m.zeros(4)),
-              lambda t: t.log(), lambda t: t**0.5, lambda t: t**-1):
+    for f in (
+        lambda t: t.relu(),
+        lambda t: t.abs(),
+        lambda t: t.sqrt(),
+        lambda t: m.F.leaky_relu(t, 0.1),
+        lambda t: t.sign(),
+        lambda t: t.floor(),
+        lambda t: t.clamp(min=0),
+        lambda t: m.maximum(t, m.zeros(4)),
+        lambda t: t.log(),
+        lambda t: t**0.5,
+        lambda t: t**-1,
+    ):
         f(x).sum().backward()
         r.grad(x)
         x.grad = None
     t = m.tensor([1.0, 3.0, 3.0], requires_grad=True)
-    for f in (lambda v: v.max(), lambda v: v.max(dim=0).values, lambda v: v.min(),
-              lambda v: v.amax(), lambda v: v.norm(p=float("inf")),
-              lambda v: m.maximum(v, m.tensor([1.0, 3.0, 2.0])).sum()):
+    for f in (
+        lambda v: v.max(),
+        lambda v: v.max(dim=0).values,
+        lambda v: v.min(),
+        lambda v: v.amax(),
+        lambda v: v.norm(p=float("inf")),
+        lambda v: m.maximum(v, m.tensor([1.0, 3.0, 2.0])).sum(),
+    ):
         f(t).backward()
         r.grad(t)
         t.grad = None
@@ -1233,7 +1269,7 @@ def grad_wrt_nonleaf(m: Any, r: Rec) -> None:
     y = (h * h).sum()
     r(m.autograd.grad(y, [h, x], retain_graph=True))
     r(m.autograd.grad(y, y, retain_graph=True))
-    g, = m.autograd.grad(y, h, create_graph=True)
+    (g,) = m.autograd.grad(y, h, create_graph=True)
     r(g)
     r(m.autograd.grad(g.sum(), x))
     r.grad(h)

@@ -1,0 +1,245 @@
+"""Escape attempts: every one must end in a clear script error, never Python internals."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+
+import pytest
+
+from adcli.errors import AdError, ScriptRuntimeError, ScriptSyntaxError, format_diagnostic
+from adcli.lang.evaluator import Interpreter
+from adcli.lang.host import Host, Limits, Namespace
+from adcli.lang.parser import parse
+from adcli.lang.pybuiltins import make_print
+from adcli.lang.sandbox import Guards, get_attribute
+from adcli.source import Source
+
+
+class Tensorish:
+    __ad_attrs__ = frozenset({"shape", "double"})
+    __ad_settable__ = frozenset({"grad"})
+
+    def __init__(self) -> None:
+        self.shape = (2,)
+        self.grad = None
+        self.hidden = "secret"
+
+    def double(self) -> Tensorish:
+        return Tensorish()
+
+
+def run(code: str, limits: Limits | None = None) -> tuple[str, Interpreter]:
+    buf = io.StringIO()
+    torch = Namespace("torch", {"tensor": Tensorish})
+    host = Host(globals={"print": make_print(buf.write), "torch": torch, "tensor": Tensorish})
+    interp = Interpreter(host, limits)
+    interp.run(parse(Source("evil.ad", textwrap.dedent(code))))
+    return buf.getvalue(), interp
+
+
+def refused(code: str, limits: Limits | None = None) -> AdError:
+    with pytest.raises((ScriptRuntimeError, ScriptSyntaxError)) as info:
+        run(code, limits)
+    err = info.value
+    # Always a located, printable diagnostic, never a bare Python error.
+    assert err.span is not None and err.source is not None
+    assert format_diagnostic(err).startswith("evil.ad:")
+    return err
+
+
+ESCAPES = [
+    # (code, kind, part of the message)
+    ("x = 1\nx.__class__\n", "SandboxError", "attribute '__class__' is not available in adcli scripts"),
+    ("().__class__.__bases__\n", "SandboxError", "'__class__'"),
+    ("[].__class__.__mro__\n", "SandboxError", "'__class__'"),
+    ("''.__class__.__subclasses__()\n", "SandboxError", "'__class__'"),
+    ("(1).__add__\n", "SandboxError", "'__add__'"),
+    ("open('f')\n", "NameError", "name 'open' is not defined ('open' is not available in adcli scripts)"),
+    ("__import__('os')\n", "NameError", "'__import__' is not available"),
+    ("eval('1')\n", "NameError", "'eval' is not available"),
+    ("exec('x = 1')\n", "NameError", "'exec' is not available"),
+    ("compile('1', 'f', 'eval')\n", "NameError", "'compile' is not available"),
+    ("getattr(1, '__class__')\n", "NameError", "'getattr' is not available"),
+    ("globals()\n", "NameError", "'globals' is not available"),
+    ("vars()\n", "NameError", "'vars' is not available"),
+    ("type(1)\n", "NameError", "'type' is not available"),
+    ("input()\n", "NameError", "'input' is not available"),
+    ("__builtins__\n", "NameError", "name '__builtins__' is not defined"),
+    ("import os\n", "ModuleNotFoundError", "No module named 'os'"),
+    ("import sys\n", "ModuleNotFoundError", "No module named 'sys'"),
+    ("from os import path\n", "ModuleNotFoundError", "No module named 'os'"),
+    ("import torch._C\n", "SandboxError", "importing 'torch._C' is not allowed"),
+    ("from torch import __dict__\n", "SandboxError", "importing '__dict__' is not allowed"),
+    ("(lambda f=print: f.__self__)()\n", "SandboxError", "'__self__'"),
+    ("print.__self__\n", "SandboxError", "'__self__'"),
+    ("len.__module__\n", "SandboxError", "'__module__'"),
+    ("def f(): pass\nf.__globals__\n", "SandboxError", "'__globals__'"),
+    ("def f(): pass\nf.__code__\n", "SandboxError", "'__code__'"),
+    ("def f(): pass\nf.__closure__\n", "SandboxError", "'__closure__'"),
+    ("def f(): pass\nf.x = 1\n", "SandboxError", "cannot set attribute 'x' of 'function' objects"),
+    ("f = lambda: 0\nf.__defaults__\n", "SandboxError", "'__defaults__'"),
+    ("'{0.__class__}'.format(1)\n", "SandboxError", "format field '{0.__class__}' is not available"),
+    ("'{0[0]}'.format([1])\n", "SandboxError", "format field '{0[0]}' is not available"),
+    ("'{x.real}'.format(x=1)\n", "SandboxError", "format field '{x.real}' is not available"),
+    ("'{:{0.__class__}}'.format(1)\n", "SandboxError", "not available"),
+    ("x = 1\nf'{x.__class__}'\n", "SandboxError", "'__class__'"),
+    ("f'{print.__self__}'\n", "SandboxError", "'__self__'"),
+    ("str.join\n", "SandboxError", "attribute 'join' of 'type' objects is not available"),
+    ("int.from_bytes\n", "SandboxError", "attribute 'from_bytes' of 'type' objects"),
+    ("(1).real\n", "SandboxError", "attribute 'real' of 'int' objects is not available"),
+    ("'abc'.format_map\n", "AttributeError", "'str' object has no attribute 'format_map'"),
+    ("[].__init__\n", "SandboxError", "'__init__'"),
+    ("g = (x for x in [1])\ng.gi_frame\n", "SandboxError", "attribute 'gi_frame' of 'generator' objects"),
+    ("try:\n    1/0\nexcept Exception as e:\n    e.__traceback__\n", "SandboxError", "'__traceback__'"),
+    ("try:\n    1/0\nexcept Exception as e:\n    e.with_traceback\n", "SandboxError", "'with_traceback'"),
+    ("try:\n    1/0\nexcept Exception as e:\n    e.args\n", "SandboxError", "'args'"),
+    ("raise SystemExit\n", "NameError", "name 'SystemExit' is not defined"),
+    ("raise KeyboardInterrupt\n", "NameError", "name 'KeyboardInterrupt' is not defined"),
+    ("t = tensor()\nt.hidden\n", "AttributeError", "'Tensorish' object has no attribute 'hidden'"),
+    ("t = tensor()\nt.shape = 3\n", "AttributeError", "attribute 'shape' of 'Tensorish' objects is not writable"),
+    ("t = tensor()\nt._private\n", "SandboxError", "'_private'"),
+    ("t = tensor()\nt.double.__func__\n", "SandboxError", "'__func__'"),
+    ("t = tensor()\ndel t.grad\n", "SandboxError", "cannot delete attribute 'grad'"),
+    ("tensor.__init__\n", "SandboxError", "'__init__'"),
+    ("tensor.double\n", "SandboxError", "attribute 'double' of 'type' objects"),
+    ("torch.__ad_members__\n", "SandboxError", "'__ad_members__'"),
+    ("torch.x = 1\n", "SandboxError", "cannot assign to attribute 'x' of module 'torch'"),
+    ("with 1:\n    pass\n", "TypeError", "'int' object does not support the context manager protocol"),
+    ("with tensor():\n    pass\n", "TypeError", "'Tensorish' object does not support the context manager protocol"),
+    ("class A:\n    pass\n", "SyntaxError", "'class' is not supported in adcli scripts"),
+    ("def g():\n    yield 1\n", "SyntaxError", "'yield' is not supported in adcli scripts"),
+    ("async def f(): pass\n", "SyntaxError", "'async' is not supported in adcli scripts"),
+]
+
+
+@pytest.mark.parametrize("code, kind, message", ESCAPES, ids=[e[0].split("\n")[-2][:40] for e in ESCAPES])
+def test_escape_attempts_are_refused(code: str, kind: str, message: str) -> None:
+    err = refused(code)
+    assert err.kind == kind
+    assert message in err.message
+
+
+def test_sandbox_errors_cannot_be_caught() -> None:
+    err = refused("try:\n    x = (1).__class__\nexcept Exception:\n    print('caught')\n")
+    assert err.kind == "SandboxError"
+    assert isinstance(err, ScriptRuntimeError) and not err.catchable
+
+
+def test_attribute_names_are_checked_before_evaluation_of_effects() -> None:
+    # The refusal happens even when the object's attribute would be harmless.
+    err = refused("x = [1]\ny = x.__len__()\n")
+    assert err.kind == "SandboxError"
+    assert err.source is not None and err.source.snippet(err.span) == "x.__len__"
+
+
+# ------------------------------------------------------------------ sizes
+
+SIZE_LIMITS = [
+    ("list(range(10**12))\n", "list of 1,000,000,000,000 items is longer than the limit"),
+    ("tuple(range(10**12))\n", "longer than the limit"),
+    ("sum(range(10**12))\n", "longer than the limit"),
+    ("max(range(10**12))\n", "longer than the limit"),
+    ("sorted(range(10**12))\n", "longer than the limit"),
+    ("all(range(1, 10**12))\n", "longer than the limit"),
+    ("print(*range(10**12))\n", "longer than the limit"),
+    ("'a' * 10**10\n", "sequence of 10,000,000,000 items is longer than the limit"),
+    ("10**10 * 'a'\n", "longer than the limit"),
+    ("[0] * 10**9\n", "longer than the limit"),
+    ("(0,) * 10**9\n", "longer than the limit"),
+    ("s = 'x' * 10**6\ns *= 100\n", "longer than the limit"),
+    ("2 ** 10**10\n", "integer result of about 20,000,000,000 bits is larger than the limit"),
+    ("x = 10**1000\nx ** 1000\n", "is larger than the limit of 100,000 bits"),
+    ("x = 2**99999\ny = x * x\n", "is larger than the limit"),
+    ("s = 'ab'\nfor i in range(64):\n    s += s\n", "longer than the limit"),
+    ("s = 'ab'\nfor i in range(64):\n    s = s + s\n", "longer than the limit"),
+    ("l = [1]\nfor i in range(64):\n    l.extend(l)\n", "longer than the limit"),
+    ("(''.join(['x'] * 1000)).replace('x', 'y' * 100000)\n", "longer than the limit"),
+    ("('-' * 10**6).join(['a'] * 100)\n", "longer than the limit"),
+    ("f'{1:>1000000000}'\n", "format width or precision 1000000000 is larger than the limit"),
+    ("format = '{:>999999999}'\nformat.format(1)\n", "larger than the limit"),
+    ("'%1000000000d' % 1\n", "larger than the limit"),
+    ("'%*d' % (10**9, 1)\n", "'*' widths in % formats are not available"),
+    ("x = 'x' * 10**7\nf'{x}{x}'\n", "longer than the limit"),
+]
+
+
+@pytest.mark.parametrize("code, message", SIZE_LIMITS, ids=[s[0].split("\n")[-2][:40] for s in SIZE_LIMITS])
+def test_size_limits(code: str, message: str) -> None:
+    err = refused(code)
+    assert err.kind in ("LimitError", "SandboxError")
+    assert message in err.message
+
+
+def test_recursion_and_loops_stop() -> None:
+    err = refused("def f():\n    return f()\nf()\n")
+    assert err.kind == "LimitError"
+    assert "maximum recursion depth of 200 exceeded" in err.message
+    err = refused("while True:\n    pass\n", Limits(max_steps=10_000))
+    assert err.kind == "LimitError"
+    assert "step limit of 10000 exceeded" in err.message
+    err = refused("x = [i for i in iter_forever()]\n" if False else "def f():\n    while True:\n        pass\nf()\n", Limits(max_steps=1000))
+    assert err.kind == "LimitError"
+
+
+def test_mutual_recursion_and_lambda_recursion() -> None:
+    err = refused("def a(n):\n    return b(n)\ndef b(n):\n    return a(n)\na(1)\n")
+    assert err.kind == "LimitError"
+    err = refused("f = lambda: f()\nf()\n")
+    assert err.kind == "LimitError"
+
+
+def test_deeply_nested_data_does_not_crash() -> None:
+    code = "a = []\nfor i in range(100000):\n    a = [a]\nprint(a)\n"
+    err = refused(code)
+    assert err.kind == "LimitError"
+    assert "nested too deeply" in err.message
+
+
+def test_huge_round_is_fast() -> None:
+    out, _ = run("print(round(5, -10**9), round(1.5, 10**9))\n")
+    assert out == "0 1.5\n"
+
+
+def test_limits_are_configurable() -> None:
+    out, _ = run("print(len('a' * 20))\n", Limits(max_sequence=100))
+    assert out == "20\n"
+    with pytest.raises(ScriptRuntimeError) as info:
+        run("'a' * 200\n", Limits(max_sequence=100))
+    assert info.value.kind == "LimitError"
+
+
+def test_allowed_plain_methods_still_work() -> None:
+    out, _ = run(
+        """\
+        l = [3, 1]
+        l.append(2); l.sort(); l.extend((4,)); l.insert(0, 0); l.remove(0)
+        d = {'a': 1}
+        d.update({'b': 2})
+        print(l, l.index(2), l.count(1), d.get('a'), sorted(d.keys()), list(d.values()), list(d.items()))
+        print('a,b'.split(','), ' x '.strip(), 'x'.upper(), 'X'.lower(), '-'.join(['a', 'b']))
+        print('{} {name} {0}'.format(1, name=2) if False else '{} {name}'.format(1, name=2), 'ab'.replace('a', 'c'))
+        print('abc'.startswith('a'), 'abc'.endswith('c'), (1, 2).index(2), 'xyz'.find('z'))
+        """
+    )
+    assert out.splitlines() == [
+        "[1, 2, 3, 4] 1 1 1 ['a', 'b'] [1, 2] [('a', 1), ('b', 2)]",
+        "['a', 'b'] x X x a-b",
+        "1 2 cb",
+        "True True 1 2",
+    ]
+
+
+def test_format_rejects_mixed_numbering_like_python() -> None:
+    err = refused("'{} {0}'.format(1)\n")
+    assert err.kind == "ValueError"
+    assert err.message == "cannot switch from automatic field numbering to manual field specification"
+
+
+def test_get_attribute_directly() -> None:
+    guards = Guards(Limits())
+    assert get_attribute(Tensorish(), "shape", guards) == (2,)
+    with pytest.raises(AdError):
+        get_attribute(Tensorish(), "__dict__", guards)
+    with pytest.raises(AttributeError):
+        get_attribute(Tensorish(), "hidden", guards)
