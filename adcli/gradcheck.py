@@ -426,7 +426,10 @@ class Replay:
             v = rec.args[pos]
             nr = 0
         else:
-            v = vals[nxt][nr]
+            got = vals.get(nxt)
+            if got is None:
+                raise Unreplayable(f"{node.name()} uses a value outside the graph")
+            v = got[nr]
         if target is not None and nxt is target[0] and nr == target[1]:
             v = v + delta
         return v

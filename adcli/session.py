@@ -106,6 +106,9 @@ class Session:
     # ------------------------------------------------------------ running
     def _reset_engine(self) -> None:
         """Each session starts from PyTorch's fresh-process state."""
+        from . import anomaly
+
+        anomaly.reset()
         rng.default_generator.manual_seed(rng.DEFAULT_SEED)
         grad_mode.state.enabled = True
         engine_config.config.max_numel = self.options.max_numel
