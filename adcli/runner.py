@@ -76,6 +76,8 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
 
     def err(s: str) -> None:
         if not json_mode:
+            if streams.err is not streams.out:
+                streams.out.flush()  # keep the order a terminal would show
             streams.err.write(s)
 
     def on_event(event: Any, span: Any, call_text: str | None) -> None:

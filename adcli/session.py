@@ -173,8 +173,25 @@ class Session:
         if value._vc[0]:
             self._note_version(value, span)
         src = self.interp.current_source or self.source  # a function's own, in a REPL
-        if value._label is None and src is not None:
-            self._attach(value, Label(None, src.snippet(span), span.line))
+        if src is None:
+            return
+        if value._label is None:
+            self._attach(value, Label(None, _one_line(src.snippet(span)), span.line))
+        else:
+            self._relabel_if_changed(value, src, span)
+
+    def _relabel_if_changed(self, t: Tensor, src: Source, span: Span) -> None:
+        """After an in-place op the tensor has a new, unlabelled grad_fn: give that
+        node the in-place expression (`h.add_(1)`), keeping the tensor's name."""
+        node = t.grad_fn
+        if node is None or node._label is not None:
+            return
+        old = t._label
+        label = Label(
+            old.name if old is not None else None, _one_line(src.snippet(span)), span.line
+        )
+        t._label = None
+        self._attach(t, label)
 
     def _note_version(self, t: Tensor, span: Span) -> None:
         """Remember the line where a tensor was last changed in place."""
@@ -200,12 +217,14 @@ class Session:
             return
         if value._vc[0]:
             self._note_version(value, span)
+        src = self.interp.current_source or self.source
+        if value._label is not None and src is not None:
+            self._relabel_if_changed(value, src, span)
         label = value._label
         if label is None:
-            src = self.interp.current_source or self.source
             text = src.snippet(span) if src is not None else name
             expr = text.split("=", 1)[1].strip() if "=" in text else text
-            label = Label(None, expr, span.line)
+            label = Label(None, _one_line(expr), span.line)
             self._attach(value, label)
         if label.name is None:
             n = self._name_counts.get(name, 0) + 1
@@ -220,7 +239,12 @@ class Session:
         if (path, line) in self._warned_lines:
             return
         self._warned_lines.add((path, line))
-        self.output.err(f"{path}:{line}: UserWarning: {message}\n")
+        src = self.interp.current_source or self.source
+        code = src.line_text(line).strip() if src is not None and line else ""
+        # as Python's warnings module shows it: the message, then the source line
+        self.output.err(
+            f"{path}:{line}: UserWarning: {message}\n" + (f"  {code}\n" if code else "")
+        )
 
     def _on_backward(self, event: BackwardEvent) -> None:
         span = self.interp.current_span
@@ -233,7 +257,7 @@ class Session:
         text = None
         src = self.interp.current_source or self.source
         if span is not None and src is not None:
-            text = src.line_text(span.line).strip()
+            text = _one_line(src.snippet(span))
         self.hooks.on_event(event, span, text)
 
     def explain(self, exc: BaseException | None) -> list[str]:
@@ -310,6 +334,11 @@ _PYTHON_WINS = (
     "abs all any max min sum round pow float int bool len range list tuple print "
     "zip enumerate sorted reversed str dict"
 ).split()
+
+
+def _one_line(text: str) -> str:
+    """Source text as one line (a call split over lines reads fine in a table cell)."""
+    return " ".join(text.split())
 
 
 def _to_str(v: Any) -> str:

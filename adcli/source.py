@@ -144,9 +144,9 @@ def caret_line(source: Source, span: Span) -> tuple[str, str]:
 def render_caret(source: Source, span: Span) -> str:
     """Python-style location text::
 
-      File "x.ad", line 3, column 5
-        y.backward()
-        ^~~~~~~~~~~~
+    File "x.ad", line 3, column 5
+      y.backward()
+      ^~~~~~~~~~~~
     """
     text, marks = caret_line(source, span)
     stripped = text.lstrip()

@@ -103,6 +103,8 @@ def main() -> None:
     add("NumPy: a * c", cpu(np_fwd))
     add("NumPy: hand-written backward, per node", cpu(np_bwd))
 
+    import adcli.session  # noqa: F401  (first: importing adcli.autograd.ops first leaves
+    # Tensor.__ad_attrs__ without the methods ops.py installs, see PROFILE.md)
     from adcli.autograd import ops
 
     t_nograd = ops.tensor([1.0, 2.0, 3.0, 4.0])

@@ -5,6 +5,8 @@ and through Python's `exec`, and compare everything printed, including the
 final error's class name and message.
 """
 
+# ruff: noqa: E501 - tables of source snippets read best one per line
+
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +15,13 @@ import textwrap
 
 import pytest
 
-from adcli.errors import AdError, LimitError, ScriptRuntimeError, ScriptSyntaxError, format_diagnostic
+from adcli.errors import (
+    AdError,
+    LimitError,
+    ScriptRuntimeError,
+    ScriptSyntaxError,
+    format_diagnostic,
+)
 from adcli.lang.evaluator import Function, Interpreter
 from adcli.lang.host import Host, Limits, Namespace, namespace_importer
 from adcli.lang.parser import parse
@@ -709,7 +717,15 @@ def test_hooks_see_assignments_values_and_statements() -> None:
         )
     )
     interp.run(parse(source))
-    assert assigned == [("a", 2, 1), ("b", 7, 2), ("i", 0, 3), ("a", 2, 4), ("i", 1, 3), ("a", 3, 4), ("c", 3, 5)]
+    assert assigned == [
+        ("a", 2, 1),
+        ("b", 7, 2),
+        ("i", 0, 3),
+        ("a", 2, 4),
+        ("i", 1, 3),
+        ("a", 3, 4),
+        ("c", 3, 5),
+    ]
     assert (6, "a * 3") in values
     assert (7, "a * 3 + 1") in values
     assert (range(0, 2), "range(2)") in values
@@ -736,7 +752,9 @@ def test_current_span_during_host_call_and_after_script_call() -> None:
 def test_interactive_display() -> None:
     shown: list[object] = []
     interp = Interpreter(Host(on_display=shown.append))
-    interp.run(parse(Source("<repl>", "1 + 1\nNone\nx = 5\nx\ndef f():\n    7\nf()\n")), interactive=True)
+    interp.run(
+        parse(Source("<repl>", "1 + 1\nNone\nx = 5\nx\ndef f():\n    7\nf()\n")), interactive=True
+    )
     assert shown == [2, 5]
     interp.run(parse(Source("<repl>", "x * 2\n")), interactive=True)
     assert shown == [2, 5, 10]
@@ -862,12 +880,28 @@ def test_host_objects_operators_and_attributes() -> None:
 @pytest.mark.parametrize(
     "code, kind, message",
     [
-        ("t = tensor(1.0)\nt.secret\n", "AttributeError", "'FakeTensor' object has no attribute 'secret'"),
-        ("t = tensor(1.0)\nt.value = 3\n", "AttributeError", "attribute 'value' of 'FakeTensor' objects is not writable"),
-        ("t = tensor(99)\nif t:\n    pass\n", "RuntimeError", "Boolean value of Tensor with more than one value is ambiguous"),
+        (
+            "t = tensor(1.0)\nt.secret\n",
+            "AttributeError",
+            "'FakeTensor' object has no attribute 'secret'",
+        ),
+        (
+            "t = tensor(1.0)\nt.value = 3\n",
+            "AttributeError",
+            "attribute 'value' of 'FakeTensor' objects is not writable",
+        ),
+        (
+            "t = tensor(99)\nif t:\n    pass\n",
+            "RuntimeError",
+            "Boolean value of Tensor with more than one value is ambiguous",
+        ),
         ("backward()\n", "RuntimeError", "grad can be implicitly created only for scalar outputs"),
         ("torch.nothing\n", "AttributeError", "module 'torch' has no attribute 'nothing'"),
-        ("torch.pi = 3\n", "SandboxError", "cannot assign to attribute 'pi' of module 'torch' in adcli scripts"),
+        (
+            "torch.pi = 3\n",
+            "SandboxError",
+            "cannot assign to attribute 'pi' of module 'torch' in adcli scripts",
+        ),
         ("limit()\n", "LimitError", "tensor too large"),
     ],
 )
@@ -896,12 +930,25 @@ def test_with_statement_calls_enter_and_exit() -> None:
     code = "with no_grad():\n    x = 1\nwith torch.no_grad() as g, no_grad():\n    print(g)\ntry:\n    with no_grad():\n        1 / 0\nexcept ZeroDivisionError:\n    print('z')\n"
     out, _ = run_ad(code, globals=host_globals())
     assert out == "None\nz\n"
-    assert NoGrad.log == ["enter", "exit None", "enter", "enter", "exit None", "exit None", "enter", "exit ZeroDivisionError"]
+    assert NoGrad.log == [
+        "enter",
+        "exit None",
+        "enter",
+        "enter",
+        "exit None",
+        "exit None",
+        "enter",
+        "exit ZeroDivisionError",
+    ]
 
 
 def test_with_exit_runs_on_limit_errors() -> None:
     NoGrad.log.clear()
-    err = run_error("with no_grad():\n    while True:\n        pass\n", Limits(max_steps=100), globals=host_globals())
+    err = run_error(
+        "with no_grad():\n    while True:\n        pass\n",
+        Limits(max_steps=100),
+        globals=host_globals(),
+    )
     assert err.kind == "LimitError"
     assert NoGrad.log == ["enter", "exit ScriptRuntimeError"]
 
@@ -913,7 +960,10 @@ def test_script_function_called_by_host() -> None:
         calls.append(fn)
         return fn(10)  # type: ignore[operator]
 
-    out, _ = run_ad("def hook(g):\n    return g * 2\nprint(register(hook))\nprint(sorted([3, 1], key=lambda v: -v))\n", globals={"register": register})
+    out, _ = run_ad(
+        "def hook(g):\n    return g * 2\nprint(register(hook))\nprint(sorted([3, 1], key=lambda v: -v))\n",
+        globals={"register": register},
+    )
     assert out == "20\n[3, 1]\n"
     assert isinstance(calls[0], Function)
     assert calls[0].ad_name == "hook"
@@ -923,7 +973,9 @@ def test_error_inside_callback_reports_both_frames() -> None:
     def register(fn: object) -> object:
         return fn(0)  # type: ignore[operator]
 
-    err = run_error("def hook(g):\n    return 1 / g\nregister(hook)\n", globals={"register": register})
+    err = run_error(
+        "def hook(g):\n    return 1 / g\nregister(hook)\n", globals={"register": register}
+    )
     assert err.kind == "ZeroDivisionError"
     assert [(e.name, e.span.line) for e in err.traceback] == [("<module>", 3), ("hook", 2)]
 
@@ -935,7 +987,12 @@ def test_imports_through_host() -> None:
     functional = Namespace("torch.nn.functional", {"relu": abs})
     nn = Namespace("torch.nn", {"functional": functional})
     torch = Namespace("torch", {"nn": nn, "tensor": FakeTensor})
-    modules = {"torch": torch, "torch.nn": nn, "torch.nn.functional": functional, "math": Namespace("math", {"pi": 3.0})}
+    modules = {
+        "torch": torch,
+        "torch.nn": nn,
+        "torch.nn.functional": functional,
+        "math": Namespace("math", {"pi": 3.0}),
+    }
     code = """\
         import torch
         import torch as t
@@ -960,8 +1017,16 @@ def test_imports_through_host() -> None:
     [
         ("import os\n", "ModuleNotFoundError", "No module named 'os'"),
         ("from torch import nothing\n", "ImportError", "cannot import name 'nothing' from 'torch'"),
-        ("from torch import _C\n", "SandboxError", "importing '_C' is not allowed in adcli scripts"),
-        ("import torch._C\n", "SandboxError", "importing 'torch._C' is not allowed in adcli scripts"),
+        (
+            "from torch import _C\n",
+            "SandboxError",
+            "importing '_C' is not allowed in adcli scripts",
+        ),
+        (
+            "import torch._C\n",
+            "SandboxError",
+            "importing 'torch._C' is not allowed in adcli scripts",
+        ),
     ],
 )
 def test_import_errors(code: str, kind: str, message: str) -> None:
@@ -972,7 +1037,10 @@ def test_import_errors(code: str, kind: str, message: str) -> None:
 
 def test_default_import_uses_namespace_globals() -> None:
     nn = Namespace("torch.nn", {"x": 1})
-    out, _ = run_ad("import torch.nn as nn\nimport torch\nprint(nn.x, torch.nn.x)\n", globals={"torch": Namespace("torch", {"nn": nn})})
+    out, _ = run_ad(
+        "import torch.nn as nn\nimport torch\nprint(nn.x, torch.nn.x)\n",
+        globals={"torch": Namespace("torch", {"nn": nn})},
+    )
     assert out == "1 1\n"
 
 
@@ -1005,3 +1073,25 @@ def test_compile_without_running() -> None:
     assert "x" not in interp.globals
     runner()
     assert interp.globals["x"] == 1
+
+
+def test_keyboard_interrupt_leaves_with_blocks_and_becomes_script_error() -> None:
+    NoGrad.log.clear()
+
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    globals_ = host_globals()
+    globals_["ctrl_c"] = ctrl_c
+    err = run_error("with no_grad():\n    ctrl_c()\n", globals=globals_)
+    assert err.kind == "KeyboardInterrupt"
+    assert err.message == "interrupted"
+    assert err.span.line == 2
+    assert NoGrad.log == ["enter", "exit KeyboardInterrupt"]
+
+
+def test_host_reads_function_name() -> None:
+    _, interp = run_ad("def bad(g):\n    return g\nanon = lambda: 0\n")
+    assert interp.globals["bad"].__name__ == "bad"  # type: ignore[attr-defined]
+    assert interp.globals["anon"].__name__ == "<lambda>"  # type: ignore[attr-defined]
+    assert type(interp.globals["bad"]).__name__ == "function"

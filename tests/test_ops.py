@@ -872,6 +872,24 @@ def test_finite_differences_catch_a_wrong_gradient() -> None:
         F.Sin.backward = orig  # type: ignore
 
 
+def test_finite_differences_catch_a_wrong_second_derivative() -> None:
+    from adcli.autograd import functions as F
+
+    case = next(c for c in CASES if c.id == "tanh")
+    orig = F.TanhBackward.backward
+
+    def wrong(ctx: Any, gg: Tensor) -> tuple[Any, ...]:
+        gg_g, gg_r = orig(ctx, gg)
+        return gg_g, (gg_r * 1.01 if gg_r is not None else None)
+
+    F.TanhBackward.backward = staticmethod(wrong)  # type: ignore[method-assign]
+    try:
+        with pytest.raises(AssertionError, match="second derivative"):
+            check_finite_differences(case, 0)
+    finally:
+        F.TanhBackward.backward = orig  # type: ignore[method-assign]
+
+
 def m_cos(ctx: Any) -> Tensor:
     (a,) = ctx.saved_tensors
     return T.cos(a) * 1.01

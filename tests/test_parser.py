@@ -1,5 +1,7 @@
 """The grammar, the AST builder, syntax errors and their text; Source and errors."""
 
+# ruff: noqa: E501 - tables of source snippets read best one per line
+
 from __future__ import annotations
 
 import pytest
@@ -57,8 +59,14 @@ EXPRESSIONS = [
     ("a - b - c", "BinOp(BinOp(Name('a'), '-', Name('b')), '-', Name('c'))"),
     ("a ** b ** c", "BinOp(Name('a'), '**', BinOp(Name('b'), '**', Name('c')))"),
     ("-a ** b", "UnaryOp('-', BinOp(Name('a'), '**', Name('b')))"),
-    ("a @ b // c % d / e", "BinOp(BinOp(BinOp(BinOp(Name('a'), '@', Name('b')), '//', Name('c')), '%', Name('d')), '/', Name('e'))"),
-    ("a & b | c ^ d", "BinOp(BinOp(Name('a'), '&', Name('b')), '|', BinOp(Name('c'), '^', Name('d')))"),
+    (
+        "a @ b // c % d / e",
+        "BinOp(BinOp(BinOp(BinOp(Name('a'), '@', Name('b')), '//', Name('c')), '%', Name('d')), '/', Name('e'))",
+    ),
+    (
+        "a & b | c ^ d",
+        "BinOp(BinOp(Name('a'), '&', Name('b')), '|', BinOp(Name('c'), '^', Name('d')))",
+    ),
     ("~a", "UnaryOp('~', Name('a'))"),
     ("+a", "UnaryOp('+', Name('a'))"),
     ("not a", "UnaryOp('not', Name('a'))"),
@@ -68,13 +76,25 @@ EXPRESSIONS = [
     ("a is not b", "Compare(Name('a'), ('is not',), (Name('b'),))"),
     ("a not in b", "Compare(Name('a'), ('not in',), (Name('b'),))"),
     ("a in b", "Compare(Name('a'), ('in',), (Name('b'),))"),
-    ("a == b != c >= d <= e > f", "Compare(Name('a'), ('==', '!=', '>=', '<=', '>'), (Name('b'), Name('c'), Name('d'), Name('e'), Name('f')))"),
+    (
+        "a == b != c >= d <= e > f",
+        "Compare(Name('a'), ('==', '!=', '>=', '<=', '>'), (Name('b'), Name('c'), Name('d'), Name('e'), Name('f')))",
+    ),
     ("a if b else c", "IfExp(Name('b'), Name('a'), Name('c'))"),
     ("lambda: 0", "Lambda((), Constant(0))"),
-    ("lambda x, y=1, *a, k, **kw: x", "Lambda((Param('x', 'pos', None), Param('y', 'pos', Constant(1)), Param('a', 'vararg', None), Param('k', 'kwonly', None), Param('kw', 'kwarg', None)), Name('x'))"),
+    (
+        "lambda x, y=1, *a, k, **kw: x",
+        "Lambda((Param('x', 'pos', None), Param('y', 'pos', Constant(1)), Param('a', 'vararg', None), Param('k', 'kwonly', None), Param('kw', 'kwarg', None)), Name('x'))",
+    ),
     ("f()", "Call(Name('f'), ())"),
-    ("f(a, b=1, *c, **d)", "Call(Name('f'), (Arg('pos', None, Name('a')), Arg('kw', 'b', Constant(1)), Arg('star', None, Name('c')), Arg('dstar', None, Name('d'))))"),
-    ("f(x for x in y)", "Call(Name('f'), (Arg('pos', None, GeneratorExp(Name('x'), (Comprehension(Name('x'), Name('y'), ()),))),))"),
+    (
+        "f(a, b=1, *c, **d)",
+        "Call(Name('f'), (Arg('pos', None, Name('a')), Arg('kw', 'b', Constant(1)), Arg('star', None, Name('c')), Arg('dstar', None, Name('d'))))",
+    ),
+    (
+        "f(x for x in y)",
+        "Call(Name('f'), (Arg('pos', None, GeneratorExp(Name('x'), (Comprehension(Name('x'), Name('y'), ()),))),))",
+    ),
     ("a.b.c", "Attribute(Attribute(Name('a'), 'b'), 'c')"),
     ("x[0]", "Subscript(Name('x'), Constant(0))"),
     ("x[:, 1]", "Subscript(Name('x'), TupleExpr((Slice(None, None, None), Constant(1))))"),
@@ -85,19 +105,43 @@ EXPRESSIONS = [
     ("x[None]", "Subscript(Name('x'), Constant(None))"),
     ("x[idx]", "Subscript(Name('x'), Name('idx'))"),
     ("x[0,]", "Subscript(Name('x'), TupleExpr((Constant(0),)))"),
-    ("[f(x) for x in xs if c]", "ListComp(Call(Name('f'), (Arg('pos', None, Name('x')),)), (Comprehension(Name('x'), Name('xs'), (Name('c'),)),))"),
-    ("[y for x in a if p if q for y in x]", "ListComp(Name('y'), (Comprehension(Name('x'), Name('a'), (Name('p'), Name('q'))), Comprehension(Name('y'), Name('x'), ())))"),
-    ("[a for a, b in z]", "ListComp(Name('a'), (Comprehension(TupleExpr((Name('a'), Name('b'))), Name('z'), ()),))"),
-    ("{k: v for k, v in z}", "DictComp(Name('k'), Name('v'), (Comprehension(TupleExpr((Name('k'), Name('v'))), Name('z'), ()),))"),
+    (
+        "[f(x) for x in xs if c]",
+        "ListComp(Call(Name('f'), (Arg('pos', None, Name('x')),)), (Comprehension(Name('x'), Name('xs'), (Name('c'),)),))",
+    ),
+    (
+        "[y for x in a if p if q for y in x]",
+        "ListComp(Name('y'), (Comprehension(Name('x'), Name('a'), (Name('p'), Name('q'))), Comprehension(Name('y'), Name('x'), ())))",
+    ),
+    (
+        "[a for a, b in z]",
+        "ListComp(Name('a'), (Comprehension(TupleExpr((Name('a'), Name('b'))), Name('z'), ()),))",
+    ),
+    (
+        "{k: v for k, v in z}",
+        "DictComp(Name('k'), Name('v'), (Comprehension(TupleExpr((Name('k'), Name('v'))), Name('z'), ()),))",
+    ),
     ("(x for x in y)", "GeneratorExp(Name('x'), (Comprehension(Name('x'), Name('y'), ()),))"),
     ("f'a{x}b'", "FString(('a', FormattedValue(Name('x'), None, None), 'b'))"),
     ("f'{x:.4f}'", "FString((FormattedValue(Name('x'), None, FString(('.4f',))),))"),
     ("f'{x!r}'", "FString((FormattedValue(Name('x'), 'r', None),))"),
-    ("f'{x!s:>{w}}'", "FString((FormattedValue(Name('x'), 's', FString(('>', FormattedValue(Name('w'), None, None)))),))"),
+    (
+        "f'{x!s:>{w}}'",
+        "FString((FormattedValue(Name('x'), 's', FString(('>', FormattedValue(Name('w'), None, None)))),))",
+    ),
     ("f'{x=}'", "FString(('x=', FormattedValue(Name('x'), 'r', None)))"),
-    ("f'{{}}{a + b}'", "FString(('{}', FormattedValue(BinOp(Name('a'), '+', Name('b')), None, None)))"),
-    ("f'{d[\"k\"]}'", "FString((FormattedValue(Subscript(Name('d'), Constant('k')), None, None),))"),
-    ("f'{x:{w}.{p}f}'", "FString((FormattedValue(Name('x'), None, FString((FormattedValue(Name('w'), None, None), '.', FormattedValue(Name('p'), None, None), 'f'))),))"),
+    (
+        "f'{{}}{a + b}'",
+        "FString(('{}', FormattedValue(BinOp(Name('a'), '+', Name('b')), None, None)))",
+    ),
+    (
+        "f'{d[\"k\"]}'",
+        "FString((FormattedValue(Subscript(Name('d'), Constant('k')), None, None),))",
+    ),
+    (
+        "f'{x:{w}.{p}f}'",
+        "FString((FormattedValue(Name('x'), None, FString((FormattedValue(Name('w'), None, None), '.', FormattedValue(Name('p'), None, None), 'f'))),))",
+    ),
     ("'a' f'{x}'", "FString(('a', FormattedValue(Name('x'), None, None)))"),
     ("f'\\n{x}'", "FString(('\\n', FormattedValue(Name('x'), None, None)))"),
     ("f'''{\nx\n}'''", "FString((FormattedValue(Name('x'), None, None),))"),
@@ -112,7 +156,10 @@ def test_expressions(code: str, expected: str) -> None:
 STATEMENTS = [
     ("x = 1", "(Assign((Name('x'),), Constant(1)),)"),
     ("a = b = 1", "(Assign((Name('a'), Name('b')), Constant(1)),)"),
-    ("a, b = 1, 2", "(Assign((TupleExpr((Name('a'), Name('b'))),), TupleExpr((Constant(1), Constant(2)))),)"),
+    (
+        "a, b = 1, 2",
+        "(Assign((TupleExpr((Name('a'), Name('b'))),), TupleExpr((Constant(1), Constant(2)))),)",
+    ),
     ("g, = f()", "(Assign((TupleExpr((Name('g'),)),), Call(Name('f'), ())),)"),
     ("(a, b) = c", "(Assign((TupleExpr((Name('a'), Name('b'))),), Name('c')),)"),
     ("[a, b] = c", "(Assign((ListExpr((Name('a'), Name('b'))),), Name('c')),)"),
@@ -121,43 +168,94 @@ STATEMENTS = [
     ("x += 1", "(AugAssign(Name('x'), '+', Constant(1)),)"),
     ("x[0] -= 1", "(AugAssign(Subscript(Name('x'), Constant(0)), '-', Constant(1)),)"),
     ("x.a *= 2", "(AugAssign(Attribute(Name('x'), 'a'), '*', Constant(2)),)"),
-    ("x /= 2; x //= 2; x %= 2; x **= 2; x @= y", "(AugAssign(Name('x'), '/', Constant(2)), AugAssign(Name('x'), '//', Constant(2)), AugAssign(Name('x'), '%', Constant(2)), AugAssign(Name('x'), '**', Constant(2)), AugAssign(Name('x'), '@', Name('y')))"),
-    ("x &= 1; x |= 1; x ^= 1", "(AugAssign(Name('x'), '&', Constant(1)), AugAssign(Name('x'), '|', Constant(1)), AugAssign(Name('x'), '^', Constant(1)))"),
+    (
+        "x /= 2; x //= 2; x %= 2; x **= 2; x @= y",
+        "(AugAssign(Name('x'), '/', Constant(2)), AugAssign(Name('x'), '//', Constant(2)), AugAssign(Name('x'), '%', Constant(2)), AugAssign(Name('x'), '**', Constant(2)), AugAssign(Name('x'), '@', Name('y')))",
+    ),
+    (
+        "x &= 1; x |= 1; x ^= 1",
+        "(AugAssign(Name('x'), '&', Constant(1)), AugAssign(Name('x'), '|', Constant(1)), AugAssign(Name('x'), '^', Constant(1)))",
+    ),
     ("pass", "(Pass(),)"),
     ("while x:\n    break\n    continue", "(While(Name('x'), (Break(), Continue()), ()),)"),
     ("def f():\n    return", "(FunctionDef('f', (), (Return(None),)),)"),
-    ("def f(a, b=2, *args, c, d=4, **kw):\n    return a", "(FunctionDef('f', (Param('a', 'pos', None), Param('b', 'pos', Constant(2)), Param('args', 'vararg', None), Param('c', 'kwonly', None), Param('d', 'kwonly', Constant(4)), Param('kw', 'kwarg', None)), (Return(Name('a')),)),)"),
-    ("def f(x: float, *, k: int = 1) -> float: return x", "(FunctionDef('f', (Param('x', 'pos', None), Param('', 'vararg', None), Param('k', 'kwonly', Constant(1))), (Return(Name('x')),)),)"),
-    ("def f():\n    '''doc'''\n    pass", "(FunctionDef('f', (), (ExprStmt(Constant('doc')), Pass())),)"),
+    (
+        "def f(a, b=2, *args, c, d=4, **kw):\n    return a",
+        "(FunctionDef('f', (Param('a', 'pos', None), Param('b', 'pos', Constant(2)), Param('args', 'vararg', None), Param('c', 'kwonly', None), Param('d', 'kwonly', Constant(4)), Param('kw', 'kwarg', None)), (Return(Name('a')),)),)",
+    ),
+    (
+        "def f(x: float, *, k: int = 1) -> float: return x",
+        "(FunctionDef('f', (Param('x', 'pos', None), Param('', 'vararg', None), Param('k', 'kwonly', Constant(1))), (Return(Name('x')),)),)",
+    ),
+    (
+        "def f():\n    '''doc'''\n    pass",
+        "(FunctionDef('f', (), (ExprStmt(Constant('doc')), Pass())),)",
+    ),
     ("raise", "(Raise(None, None),)"),
-    ("raise E('m') from None", "(Raise(Call(Name('E'), (Arg('pos', None, Constant('m')),)), Constant(None)),)"),
+    (
+        "raise E('m') from None",
+        "(Raise(Call(Name('E'), (Arg('pos', None, Constant('m')),)), Constant(None)),)",
+    ),
     ("global a, b", "(Global(('a', 'b')),)"),
-    ("def f():\n    nonlocal_x = 1\n    def g():\n        nonlocal nonlocal_x", "(FunctionDef('f', (), (Assign((Name('nonlocal_x'),), Constant(1)), FunctionDef('g', (), (Nonlocal(('nonlocal_x',)),)))),)"),
+    (
+        "def f():\n    nonlocal_x = 1\n    def g():\n        nonlocal nonlocal_x",
+        "(FunctionDef('f', (), (Assign((Name('nonlocal_x'),), Constant(1)), FunctionDef('g', (), (Nonlocal(('nonlocal_x',)),)))),)",
+    ),
     ("del a, b[0]", "(Delete((Name('a'), Subscript(Name('b'), Constant(0)))),)"),
     ("assert x", "(Assert(Name('x'), None),)"),
     ("assert x, 'm'", "(Assert(Name('x'), Constant('m')),)"),
     ("import torch", "(Import((Alias('torch', None),)),)"),
     ("import torch as t, math", "(Import((Alias('torch', 't'), Alias('math', None))),)"),
     ("import torch.nn.functional as F", "(Import((Alias('torch.nn.functional', 'F'),)),)"),
-    ("from torch import tensor, ones as o", "(ImportFrom('torch', (Alias('tensor', None), Alias('ones', 'o')), False),)"),
-    ("from torch.autograd import (grad,\n    backward)", "(ImportFrom('torch.autograd', (Alias('grad', None), Alias('backward', None)), False),)"),
+    (
+        "from torch import tensor, ones as o",
+        "(ImportFrom('torch', (Alias('tensor', None), Alias('ones', 'o')), False),)",
+    ),
+    (
+        "from torch.autograd import (grad,\n    backward)",
+        "(ImportFrom('torch.autograd', (Alias('grad', None), Alias('backward', None)), False),)",
+    ),
     ("from m import *", "(ImportFrom('m', (), True),)"),
-    ("if a:\n    x\nelif b:\n    y\nelif c:\n    z\nelse:\n    w", "(If((Name('a'), Name('b'), Name('c')), ((ExprStmt(Name('x')),), (ExprStmt(Name('y')),), (ExprStmt(Name('z')),)), (ExprStmt(Name('w')),)),)"),
+    (
+        "if a:\n    x\nelif b:\n    y\nelif c:\n    z\nelse:\n    w",
+        "(If((Name('a'), Name('b'), Name('c')), ((ExprStmt(Name('x')),), (ExprStmt(Name('y')),), (ExprStmt(Name('z')),)), (ExprStmt(Name('w')),)),)",
+    ),
     ("if a: x", "(If((Name('a'),), ((ExprStmt(Name('x')),),), ()),)"),
     ("while a:\n    pass\nelse:\n    x", "(While(Name('a'), (Pass(),), (ExprStmt(Name('x')),)),)"),
-    ("for i, (a, b) in z:\n    pass\nelse:\n    pass", "(For(TupleExpr((Name('i'), TupleExpr((Name('a'), Name('b'))))), Name('z'), (Pass(),), (Pass(),)),)"),
-    ("for x in 1, 2:\n    pass", "(For(Name('x'), TupleExpr((Constant(1), Constant(2))), (Pass(),), ()),)"),
-    ("try:\n    a\nexcept E as e:\n    b\nexcept (F, G):\n    c\nexcept:\n    d\nelse:\n    e\nfinally:\n    f", "(Try((ExprStmt(Name('a')),), (ExceptHandler(Name('E'), 'e', (ExprStmt(Name('b')),)), ExceptHandler(TupleExpr((Name('F'), Name('G'))), None, (ExprStmt(Name('c')),)), ExceptHandler(None, None, (ExprStmt(Name('d')),))), (ExprStmt(Name('e')),), (ExprStmt(Name('f')),)),)"),
-    ("try:\n    a\nfinally:\n    b", "(Try((ExprStmt(Name('a')),), (), (), (ExprStmt(Name('b')),)),)"),
-    ("with a as b, c:\n    pass", "(With((WithItem(Name('a'), Name('b')), WithItem(Name('c'), None)), (Pass(),)),)"),
-    ("with torch.no_grad():\n    pass", "(With((WithItem(Call(Attribute(Name('torch'), 'no_grad'), ()), None),), (Pass(),)),)"),
+    (
+        "for i, (a, b) in z:\n    pass\nelse:\n    pass",
+        "(For(TupleExpr((Name('i'), TupleExpr((Name('a'), Name('b'))))), Name('z'), (Pass(),), (Pass(),)),)",
+    ),
+    (
+        "for x in 1, 2:\n    pass",
+        "(For(Name('x'), TupleExpr((Constant(1), Constant(2))), (Pass(),), ()),)",
+    ),
+    (
+        "try:\n    a\nexcept E as e:\n    b\nexcept (F, G):\n    c\nexcept:\n    d\nelse:\n    e\nfinally:\n    f",
+        "(Try((ExprStmt(Name('a')),), (ExceptHandler(Name('E'), 'e', (ExprStmt(Name('b')),)), ExceptHandler(TupleExpr((Name('F'), Name('G'))), None, (ExprStmt(Name('c')),)), ExceptHandler(None, None, (ExprStmt(Name('d')),))), (ExprStmt(Name('e')),), (ExprStmt(Name('f')),)),)",
+    ),
+    (
+        "try:\n    a\nfinally:\n    b",
+        "(Try((ExprStmt(Name('a')),), (), (), (ExprStmt(Name('b')),)),)",
+    ),
+    (
+        "with a as b, c:\n    pass",
+        "(With((WithItem(Name('a'), Name('b')), WithItem(Name('c'), None)), (Pass(),)),)",
+    ),
+    (
+        "with torch.no_grad():\n    pass",
+        "(With((WithItem(Call(Attribute(Name('torch'), 'no_grad'), ()), None),), (Pass(),)),)",
+    ),
     ("x = 1; y = 2;", "(Assign((Name('x'),), Constant(1)), Assign((Name('y'),), Constant(2)))"),
     ("x = (1 +\n     2)", "(Assign((Name('x'),), BinOp(Constant(1), '+', Constant(2))),)"),
     ("x = 1 + \\\n    2", "(Assign((Name('x'),), BinOp(Constant(1), '+', Constant(2))),)"),
     ("# only a comment", "()"),
     ("", "()"),
     ("\n\n  # indented comment\nx = 1  # trailing\n\n", "(Assign((Name('x'),), Constant(1)),)"),
-    ("if a:\n    # comment\n\n    x\n  # odd comment\n", "(If((Name('a'),), ((ExprStmt(Name('x')),),), ()),)"),
+    (
+        "if a:\n    # comment\n\n    x\n  # odd comment\n",
+        "(If((Name('a'),), ((ExprStmt(Name('x')),),), ()),)",
+    ),
     ("if a:\n\tx\n", "(If((Name('a'),), ((ExprStmt(Name('x')),),), ()),)"),
 ]
 
@@ -169,8 +267,14 @@ def test_statements(code: str, expected: str) -> None:
 
 def test_no_final_newline_crlf_and_bom() -> None:
     assert body("x = 1") == "(Assign((Name('x'),), Constant(1)),)"
-    assert body("if a:\n    x = 1") == "(If((Name('a'),), ((Assign((Name('x'),), Constant(1)),),), ()),)"
-    assert body("\ufeffx = 1\r\ny = 2\r\n") == "(Assign((Name('x'),), Constant(1)), Assign((Name('y'),), Constant(2)))"
+    assert (
+        body("if a:\n    x = 1")
+        == "(If((Name('a'),), ((Assign((Name('x'),), Constant(1)),),), ()),)"
+    )
+    assert (
+        body("\ufeffx = 1\r\ny = 2\r\n")
+        == "(Assign((Name('x'),), Constant(1)), Assign((Name('y'),), Constant(2)))"
+    )
     assert body("x = 1  # no newline") == "(Assign((Name('x'),), Constant(1)),)"
 
 
@@ -250,30 +354,102 @@ ERRORS = [
     ("x = (1,\ny = 2\n", "SyntaxError", "'(' was never closed", 1, 5),
     ("f(a,\n  b\n", "SyntaxError", "'(' was never closed", 1, 2),
     ("x = [1, 2", "SyntaxError", "'[' was never closed", 1, 5),
-    ("d = {'a': [1,\n 2}\n", "SyntaxError", "closing parenthesis '}' does not match opening parenthesis '[' on line 1", 2, 3),
+    (
+        "d = {'a': [1,\n 2}\n",
+        "SyntaxError",
+        "closing parenthesis '}' does not match opening parenthesis '[' on line 1",
+        2,
+        3,
+    ),
     ("x = [1, 2\ny = 3\n", "SyntaxError", "'[' was never closed", 1, 5),
     ("x = 1 if y\n", "SyntaxError", "expected 'else' after 'if' expression", 1, 11),
-    ("x = (1]\n", "SyntaxError", "closing parenthesis ']' does not match opening parenthesis '('", 1, 7),
+    (
+        "x = (1]\n",
+        "SyntaxError",
+        "closing parenthesis ']' does not match opening parenthesis '('",
+        1,
+        7,
+    ),
     ("x = 1)\n", "SyntaxError", "unmatched ')'", 1, 6),
     ("x = )\n", "SyntaxError", "unmatched ')'", 1, 5),
     ("  x = 1\n", "IndentationError", "unexpected indent", 1, 1),
     ("x = 1\n    y = 2\n", "IndentationError", "unexpected indent", 2, 1),
-    ("if x:\n    a = 1\n  b = 2\n", "IndentationError", "unindent does not match any outer indentation level", 3, 3),
-    ("def f():\n        a = 1\n    b = 2\n", "IndentationError", "unindent does not match any outer indentation level", 3, 5),
-    ("if x:\npass\n", "IndentationError", "expected an indented block after 'if' statement on line 1", 2, 1),
-    ("for i in x:\n\nprint(i)\n", "IndentationError", "expected an indented block after 'for' statement on line 1", 3, 1),
-    ("def f():\nreturn 1\n", "IndentationError", "expected an indented block after function definition on line 1", 2, 1),
-    ("if x:\n    pass\nelse:\n", "IndentationError", "expected an indented block after 'else' statement on line 3", 3, 6),
-    ("try:\n", "IndentationError", "expected an indented block after 'try' statement on line 1", 1, 5),
+    (
+        "if x:\n    a = 1\n  b = 2\n",
+        "IndentationError",
+        "unindent does not match any outer indentation level",
+        3,
+        3,
+    ),
+    (
+        "def f():\n        a = 1\n    b = 2\n",
+        "IndentationError",
+        "unindent does not match any outer indentation level",
+        3,
+        5,
+    ),
+    (
+        "if x:\npass\n",
+        "IndentationError",
+        "expected an indented block after 'if' statement on line 1",
+        2,
+        1,
+    ),
+    (
+        "for i in x:\n\nprint(i)\n",
+        "IndentationError",
+        "expected an indented block after 'for' statement on line 1",
+        3,
+        1,
+    ),
+    (
+        "def f():\nreturn 1\n",
+        "IndentationError",
+        "expected an indented block after function definition on line 1",
+        2,
+        1,
+    ),
+    (
+        "if x:\n    pass\nelse:\n",
+        "IndentationError",
+        "expected an indented block after 'else' statement on line 3",
+        3,
+        6,
+    ),
+    (
+        "try:\n",
+        "IndentationError",
+        "expected an indented block after 'try' statement on line 1",
+        1,
+        5,
+    ),
     ("x = 'abc\n", "SyntaxError", "unterminated string literal (detected at line 1)", 1, 5),
-    ('x = """abc\n\n', "SyntaxError", "unterminated triple-quoted string literal (detected at line 1)", 1, 5),
+    (
+        'x = """abc\n\n',
+        "SyntaxError",
+        "unterminated triple-quoted string literal (detected at line 1)",
+        1,
+        5,
+    ),
     ("x = $\n", "SyntaxError", "invalid character '$' (U+0024)", 1, 5),
     ("x = 1 \\ 2\n", "SyntaxError", "unexpected character after line continuation character", 1, 7),
     ("x = 1 2\n", "SyntaxError", "invalid syntax", 1, 7),
     ("f(a b)\n", "SyntaxError", "invalid syntax. Perhaps you forgot a comma?", 1, 3),
     ("[1 2]\n", "SyntaxError", "invalid syntax. Perhaps you forgot a comma?", 1, 2),
-    ("if x = 1:\n    pass\n", "SyntaxError", "invalid syntax. Maybe you meant '==' instead of '='?", 1, 6),
-    ("print 'hi'\n", "SyntaxError", "Missing parentheses in call to 'print'. Did you mean print(...)?", 1, 1),
+    (
+        "if x = 1:\n    pass\n",
+        "SyntaxError",
+        "invalid syntax. Maybe you meant '==' instead of '='?",
+        1,
+        6,
+    ),
+    (
+        "print 'hi'\n",
+        "SyntaxError",
+        "Missing parentheses in call to 'print'. Did you mean print(...)?",
+        1,
+        1,
+    ),
     ("else:\n    pass\n", "SyntaxError", "invalid syntax", 1, 1),
     ("class A: pass\n", "SyntaxError", "'class' is not supported in adcli scripts", 1, 1),
     ("def f(): yield 1\n", "SyntaxError", "'yield' is not supported in adcli scripts", 1, 10),
@@ -281,22 +457,70 @@ ERRORS = [
     ("break\n", "SyntaxError", "'break' outside loop", 1, 1),
     ("def f():\n    continue\n", "SyntaxError", "'continue' not properly in loop", 2, 5),
     ("nonlocal x\n", "SyntaxError", "nonlocal declaration not allowed at module level", 1, 1),
-    ("f() = 1\n", "SyntaxError", "cannot assign to function call here. Maybe you meant '==' instead of '='?", 1, 1),
-    ("1 = x\n", "SyntaxError", "cannot assign to literal here. Maybe you meant '==' instead of '='?", 1, 1),
-    ("a + b = 1\n", "SyntaxError", "cannot assign to expression here. Maybe you meant '==' instead of '='?", 1, 1),
+    (
+        "f() = 1\n",
+        "SyntaxError",
+        "cannot assign to function call here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "1 = x\n",
+        "SyntaxError",
+        "cannot assign to literal here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
+    (
+        "a + b = 1\n",
+        "SyntaxError",
+        "cannot assign to expression here. Maybe you meant '==' instead of '='?",
+        1,
+        1,
+    ),
     ("None = 1\n", "SyntaxError", "cannot assign to None", 1, 1),
     ("(a, 1) = 2\n", "SyntaxError", "cannot assign to literal", 1, 5),
     ("for f() in x: pass\n", "SyntaxError", "cannot assign to function call", 1, 5),
-    ("f() += 1\n", "SyntaxError", "'function call' is an illegal expression for augmented assignment", 1, 1),
-    ("a, b += 1\n", "SyntaxError", "'tuple' is an illegal expression for augmented assignment", 1, 1),
+    (
+        "f() += 1\n",
+        "SyntaxError",
+        "'function call' is an illegal expression for augmented assignment",
+        1,
+        1,
+    ),
+    (
+        "a, b += 1\n",
+        "SyntaxError",
+        "'tuple' is an illegal expression for augmented assignment",
+        1,
+        1,
+    ),
     ("del f()\n", "SyntaxError", "cannot delete function call", 1, 5),
     ("f(a=1, 2)\n", "SyntaxError", "positional argument follows keyword argument", 1, 8),
     ("f(**a, 2)\n", "SyntaxError", "positional argument follows keyword argument unpacking", 1, 8),
-    ("f(**a, *b)\n", "SyntaxError", "iterable argument unpacking follows keyword argument unpacking", 1, 8),
+    (
+        "f(**a, *b)\n",
+        "SyntaxError",
+        "iterable argument unpacking follows keyword argument unpacking",
+        1,
+        8,
+    ),
     ("f(a=1, a=2)\n", "SyntaxError", "keyword argument repeated: a", 1, 8),
-    ("f(a + 1=2)\n", "SyntaxError", 'expression cannot contain assignment, perhaps you meant "=="?', 1, 3),
+    (
+        "f(a + 1=2)\n",
+        "SyntaxError",
+        'expression cannot contain assignment, perhaps you meant "=="?',
+        1,
+        3,
+    ),
     ("f(x for x in y, 1)\n", "SyntaxError", "Generator expression must be parenthesized", 1, 3),
-    ("def f(a=1, b): pass\n", "SyntaxError", "non-default argument follows default argument", 1, 12),
+    (
+        "def f(a=1, b): pass\n",
+        "SyntaxError",
+        "non-default argument follows default argument",
+        1,
+        12,
+    ),
     ("def f(a, a): pass\n", "SyntaxError", "duplicate argument 'a' in function definition", 1, 10),
     ("def f(*): pass\n", "SyntaxError", "named arguments must follow bare *", 1, 7),
     ("def f(**k, a): pass\n", "SyntaxError", "arguments cannot follow var-keyword argument", 1, 12),
@@ -304,14 +528,28 @@ ERRORS = [
     ("s = f'{x'\n", "SyntaxError", "f-string: expecting '}'", 1, 7),
     ("s = f'}'\n", "SyntaxError", "f-string: single '}' is not allowed", 1, 7),
     ("s = f'{1 +}'\n", "SyntaxError", "f-string: expected an expression", 1, 11),
-    ("s = f'{x!z}'\n", "SyntaxError", "f-string: invalid conversion character: expected 's', 'r', or 'a'", 1, 9),
+    (
+        "s = f'{x!z}'\n",
+        "SyntaxError",
+        "f-string: invalid conversion character: expected 's', 'r', or 'a'",
+        1,
+        9,
+    ),
     ("s = f'{x # c}'\n", "SyntaxError", "f-string expression part cannot include '#'", 1, 7),
     ("s = b'bytes'\n", "SyntaxError", "bytes literals are not supported", 1, 5),
-    ("from m import *\ndef f():\n    from m import *\n", "SyntaxError", "import * only allowed at module level", 3, 5),
+    (
+        "from m import *\ndef f():\n    from m import *\n",
+        "SyntaxError",
+        "import * only allowed at module level",
+        3,
+        5,
+    ),
 ]
 
 
-@pytest.mark.parametrize("code, kind, message, line, column", ERRORS, ids=[e[0][:25] for e in ERRORS])
+@pytest.mark.parametrize(
+    "code, kind, message, line, column", ERRORS, ids=[e[0][:25] for e in ERRORS]
+)
 def test_syntax_errors(code: str, kind: str, message: str, line: int, column: int) -> None:
     with pytest.raises(ScriptSyntaxError) as info:
         parse(Source("t.ad", code))
@@ -398,7 +636,9 @@ def test_caret_on_very_long_line_is_windowed() -> None:
 def test_format_diagnostic_without_position() -> None:
     err = errors.ScriptRuntimeError("boom", kind="ValueError")
     assert format_diagnostic(err) == "<script>: error: ValueError: boom"
-    err2 = errors.ScriptRuntimeError("", Span(1, 1, 1, 2), Source("q.ad", "x\n"), kind="AssertionError")
+    err2 = errors.ScriptRuntimeError(
+        "", Span(1, 1, 1, 2), Source("q.ad", "x\n"), kind="AssertionError"
+    )
     assert format_diagnostic(err2).splitlines()[0] == "q.ad:1:1: error: AssertionError"
 
 

@@ -1,5 +1,7 @@
 """Escape attempts: every one must end in a clear script error, never Python internals."""
 
+# ruff: noqa: E501 - tables of source snippets read best one per line
+
 from __future__ import annotations
 
 import io
@@ -50,12 +52,20 @@ def refused(code: str, limits: Limits | None = None) -> AdError:
 
 ESCAPES = [
     # (code, kind, part of the message)
-    ("x = 1\nx.__class__\n", "SandboxError", "attribute '__class__' is not available in adcli scripts"),
+    (
+        "x = 1\nx.__class__\n",
+        "SandboxError",
+        "attribute '__class__' is not available in adcli scripts",
+    ),
     ("().__class__.__bases__\n", "SandboxError", "'__class__'"),
     ("[].__class__.__mro__\n", "SandboxError", "'__class__'"),
     ("''.__class__.__subclasses__()\n", "SandboxError", "'__class__'"),
     ("(1).__add__\n", "SandboxError", "'__add__'"),
-    ("open('f')\n", "NameError", "name 'open' is not defined ('open' is not available in adcli scripts)"),
+    (
+        "open('f')\n",
+        "NameError",
+        "name 'open' is not defined ('open' is not available in adcli scripts)",
+    ),
     ("__import__('os')\n", "NameError", "'__import__' is not available"),
     ("eval('1')\n", "NameError", "'eval' is not available"),
     ("exec('x = 1')\n", "NameError", "'exec' is not available"),
@@ -79,7 +89,11 @@ ESCAPES = [
     ("def f(): pass\nf.__closure__\n", "SandboxError", "'__closure__'"),
     ("def f(): pass\nf.x = 1\n", "SandboxError", "cannot set attribute 'x' of 'function' objects"),
     ("f = lambda: 0\nf.__defaults__\n", "SandboxError", "'__defaults__'"),
-    ("'{0.__class__}'.format(1)\n", "SandboxError", "format field '{0.__class__}' is not available"),
+    (
+        "'{0.__class__}'.format(1)\n",
+        "SandboxError",
+        "format field '{0.__class__}' is not available",
+    ),
     ("'{0[0]}'.format([1])\n", "SandboxError", "format field '{0[0]}' is not available"),
     ("'{x.real}'.format(x=1)\n", "SandboxError", "format field '{x.real}' is not available"),
     ("'{:{0.__class__}}'.format(1)\n", "SandboxError", "not available"),
@@ -90,14 +104,30 @@ ESCAPES = [
     ("(1).real\n", "SandboxError", "attribute 'real' of 'int' objects is not available"),
     ("'abc'.format_map\n", "AttributeError", "'str' object has no attribute 'format_map'"),
     ("[].__init__\n", "SandboxError", "'__init__'"),
-    ("g = (x for x in [1])\ng.gi_frame\n", "SandboxError", "attribute 'gi_frame' of 'generator' objects"),
-    ("try:\n    1/0\nexcept Exception as e:\n    e.__traceback__\n", "SandboxError", "'__traceback__'"),
-    ("try:\n    1/0\nexcept Exception as e:\n    e.with_traceback\n", "SandboxError", "'with_traceback'"),
+    (
+        "g = (x for x in [1])\ng.gi_frame\n",
+        "SandboxError",
+        "attribute 'gi_frame' of 'generator' objects",
+    ),
+    (
+        "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__\n",
+        "SandboxError",
+        "'__traceback__'",
+    ),
+    (
+        "try:\n    1/0\nexcept Exception as e:\n    e.with_traceback\n",
+        "SandboxError",
+        "'with_traceback'",
+    ),
     ("try:\n    1/0\nexcept Exception as e:\n    e.args\n", "SandboxError", "'args'"),
     ("raise SystemExit\n", "NameError", "name 'SystemExit' is not defined"),
     ("raise KeyboardInterrupt\n", "NameError", "name 'KeyboardInterrupt' is not defined"),
     ("t = tensor()\nt.hidden\n", "AttributeError", "'Tensorish' object has no attribute 'hidden'"),
-    ("t = tensor()\nt.shape = 3\n", "AttributeError", "attribute 'shape' of 'Tensorish' objects is not writable"),
+    (
+        "t = tensor()\nt.shape = 3\n",
+        "AttributeError",
+        "attribute 'shape' of 'Tensorish' objects is not writable",
+    ),
     ("t = tensor()\nt._private\n", "SandboxError", "'_private'"),
     ("t = tensor()\nt.double.__func__\n", "SandboxError", "'__func__'"),
     ("t = tensor()\ndel t.grad\n", "SandboxError", "cannot delete attribute 'grad'"),
@@ -105,15 +135,25 @@ ESCAPES = [
     ("tensor.double\n", "SandboxError", "attribute 'double' of 'type' objects"),
     ("torch.__ad_members__\n", "SandboxError", "'__ad_members__'"),
     ("torch.x = 1\n", "SandboxError", "cannot assign to attribute 'x' of module 'torch'"),
-    ("with 1:\n    pass\n", "TypeError", "'int' object does not support the context manager protocol"),
-    ("with tensor():\n    pass\n", "TypeError", "'Tensorish' object does not support the context manager protocol"),
+    (
+        "with 1:\n    pass\n",
+        "TypeError",
+        "'int' object does not support the context manager protocol",
+    ),
+    (
+        "with tensor():\n    pass\n",
+        "TypeError",
+        "'Tensorish' object does not support the context manager protocol",
+    ),
     ("class A:\n    pass\n", "SyntaxError", "'class' is not supported in adcli scripts"),
     ("def g():\n    yield 1\n", "SyntaxError", "'yield' is not supported in adcli scripts"),
     ("async def f(): pass\n", "SyntaxError", "'async' is not supported in adcli scripts"),
 ]
 
 
-@pytest.mark.parametrize("code, kind, message", ESCAPES, ids=[e[0].split("\n")[-2][:40] for e in ESCAPES])
+@pytest.mark.parametrize(
+    "code, kind, message", ESCAPES, ids=[e[0].split("\n")[-2][:40] for e in ESCAPES]
+)
 def test_escape_attempts_are_refused(code: str, kind: str, message: str) -> None:
     err = refused(code)
     assert err.kind == kind
@@ -164,7 +204,9 @@ SIZE_LIMITS = [
 ]
 
 
-@pytest.mark.parametrize("code, message", SIZE_LIMITS, ids=[s[0].split("\n")[-2][:40] for s in SIZE_LIMITS])
+@pytest.mark.parametrize(
+    "code, message", SIZE_LIMITS, ids=[s[0].split("\n")[-2][:40] for s in SIZE_LIMITS]
+)
 def test_size_limits(code: str, message: str) -> None:
     err = refused(code)
     assert err.kind in ("LimitError", "SandboxError")
@@ -178,7 +220,12 @@ def test_recursion_and_loops_stop() -> None:
     err = refused("while True:\n    pass\n", Limits(max_steps=10_000))
     assert err.kind == "LimitError"
     assert "step limit of 10000 exceeded" in err.message
-    err = refused("x = [i for i in iter_forever()]\n" if False else "def f():\n    while True:\n        pass\nf()\n", Limits(max_steps=1000))
+    err = refused(
+        "x = [i for i in iter_forever()]\n"
+        if False
+        else "def f():\n    while True:\n        pass\nf()\n",
+        Limits(max_steps=1000),
+    )
     assert err.kind == "LimitError"
 
 
@@ -233,7 +280,9 @@ def test_allowed_plain_methods_still_work() -> None:
 def test_format_rejects_mixed_numbering_like_python() -> None:
     err = refused("'{} {0}'.format(1)\n")
     assert err.kind == "ValueError"
-    assert err.message == "cannot switch from automatic field numbering to manual field specification"
+    assert (
+        err.message == "cannot switch from automatic field numbering to manual field specification"
+    )
 
 
 def test_get_attribute_directly() -> None:

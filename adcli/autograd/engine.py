@@ -240,7 +240,8 @@ def _call_hook(fn: Callable[..., Any], g: Tensor) -> Tensor:
 
 
 def _hook_name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__name__", None) or "hook"
+    # script functions carry their name as `ad_name`; Python ones as `__name__`
+    return getattr(fn, "ad_name", None) or getattr(fn, "__name__", None) or "hook"
 
 
 def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:

@@ -176,7 +176,7 @@ def _add_hook(owner: Any, attr: str, entry: object) -> RemovableHandle:
 class AccumulateGrad(Node):
     """The node that adds an incoming gradient into a leaf's `.grad`."""
 
-    __slots__ = ("_variable",)
+    __slots__ = ("_variable",)  # the leaf, held strongly (the leaf holds this node weakly)
     __ad_attrs__ = Node.__ad_attrs__ | {"variable"}
     grad_fn_name = "AccumulateGrad"
 
@@ -187,12 +187,12 @@ class AccumulateGrad(Node):
         self.retained = None
         self.outputs = None
         self._label = None
-        self._variable = weakref.ref(variable)
+        self._variable = variable
 
     @property
     def variable(self) -> Tensor | None:
         """The leaf tensor this node accumulates into."""
-        return self._variable()
+        return self._variable
 
     def name(self) -> str:
         """`torch::autograd::AccumulateGrad`, as PyTorch's `name()` spells it."""

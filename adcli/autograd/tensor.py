@@ -53,7 +53,7 @@ class Tensor:
         "grad_fn",
         "_output_nr",
         "_vc",
-        "_acc",
+        "_acc_ref",
         "_hooks",
         "_retains_grad",
         "_base",
@@ -81,7 +81,7 @@ class Tensor:
         t.grad_fn = grad_fn
         t._output_nr = output_nr
         t._vc = vc if vc is not None else [0]
-        t._acc = None
+        t._acc_ref = None
         t._hooks = None
         t._retains_grad = False
         t._base = None
@@ -279,10 +279,24 @@ class Tensor:
         return self
 
     def _accumulator(self) -> AccumulateGrad:
+        """This leaf's AccumulateGrad node: one per leaf while a graph uses it.
+
+        The node holds the leaf strongly and the leaf holds the node weakly (as in
+        PyTorch), so a graph keeps its leaves alive and no reference cycle forms."""
         acc = self._acc
         if acc is None:
-            acc = self._acc = AccumulateGrad(self)
+            acc = AccumulateGrad(self)
+            self._acc_ref = weakref.ref(acc)
         return acc
+
+    @property
+    def _acc(self) -> AccumulateGrad | None:
+        ref = self._acc_ref
+        return ref() if ref is not None else None
+
+    @_acc.setter
+    def _acc(self, acc: AccumulateGrad | None) -> None:
+        self._acc_ref = weakref.ref(acc) if acc is not None else None
 
     # ------------------------------------------------------------ conversions
     def item(self) -> float | int | bool:
@@ -342,13 +356,13 @@ class Tensor:
     def __iter__(self) -> Iterator[Tensor]:
         if self.data_.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (ops.select(self, 0, i) for i in range(self.data_.shape[0]))
+        return iter(ops.unbind(self, 0))
 
     def __hash__(self) -> int:
         return id(self)
 
     def __format__(self, spec: str) -> str:
-        if self.data_.ndim == 0 and spec:
+        if self.data_.ndim == 0:
             return format(self.data_.item(), spec)
         return format(repr(self), spec)
 
@@ -383,6 +397,15 @@ class Tensor:
         and this tensor takes the op's node as its new grad_fn.
         """
         self._check_inplace()
+        d = self.data_
+        if 0 in d.strides and any(
+            st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)
+        ):
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation."
+            )
         record = grad_mode.state.enabled and (
             self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
         )

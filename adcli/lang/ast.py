@@ -10,8 +10,8 @@ Operators are kept as their source text ("+", "//", "not in", "is not", ...).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Iterator, Union
 
 from adcli.source import Source, Span
 
@@ -268,27 +268,27 @@ class GeneratorExp(Node):
     span: Span
 
 
-Expr = Union[
-    Constant,
-    Name,
-    FString,
-    ListExpr,
-    TupleExpr,
-    DictExpr,
-    BinOp,
-    UnaryOp,
-    BoolOp,
-    Compare,
-    IfExp,
-    Lambda,
-    Call,
-    Attribute,
-    Subscript,
-    Slice,
-    ListComp,
-    DictComp,
-    GeneratorExp,
-]
+Expr = (
+    Constant
+    | Name
+    | FString
+    | ListExpr
+    | TupleExpr
+    | DictExpr
+    | BinOp
+    | UnaryOp
+    | BoolOp
+    | Compare
+    | IfExp
+    | Lambda
+    | Call
+    | Attribute
+    | Subscript
+    | Slice
+    | ListComp
+    | DictComp
+    | GeneratorExp
+)
 
 # ------------------------------------------------------------------- statements
 
@@ -507,28 +507,28 @@ class Module(Node):
     span: Span
 
 
-Stmt = Union[
-    ExprStmt,
-    Assign,
-    AugAssign,
-    Pass,
-    Break,
-    Continue,
-    Return,
-    Raise,
-    Global,
-    Nonlocal,
-    Delete,
-    Assert,
-    Import,
-    ImportFrom,
-    If,
-    While,
-    For,
-    Try,
-    With,
-    FunctionDef,
-]
+Stmt = (
+    ExprStmt
+    | Assign
+    | AugAssign
+    | Pass
+    | Break
+    | Continue
+    | Return
+    | Raise
+    | Global
+    | Nonlocal
+    | Delete
+    | Assert
+    | Import
+    | ImportFrom
+    | If
+    | While
+    | For
+    | Try
+    | With
+    | FunctionDef
+)
 
 
 def walk(node: Node) -> Iterator[Node]:

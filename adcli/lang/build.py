@@ -16,8 +16,9 @@ import ast as pyast
 import re
 import unicodedata
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from lark import Token, Tree
 
@@ -354,7 +355,10 @@ class Builder:
     def r_except_clause(self, meta: Any, c: list) -> ast.ExceptHandler:
         keyword, typ, name, body = c
         return ast.ExceptHandler(
-            typ, str(name) if name is not None else None, body.stmts, self._block_span(keyword, body)
+            typ,
+            str(name) if name is not None else None,
+            body.stmts,
+            self._block_span(keyword, body),
         )
 
     def r_try_stmt(self, meta: Any, c: list) -> ast.Try:
@@ -524,9 +528,7 @@ class Builder:
         return ast.Call(func, tuple(args), span)
 
     def r_arguments(self, meta: Any, c: list) -> list:
-        return [
-            a if isinstance(a, ast.Arg) else ast.Arg("pos", None, a, a.span) for a in c
-        ]
+        return [a if isinstance(a, ast.Arg) else ast.Arg("pos", None, a, a.span) for a in c]
 
     def r_kwarg(self, meta: Any, c: list) -> ast.Arg:
         name, value = c
@@ -596,9 +598,7 @@ class Builder:
 
     def r_dict(self, meta: Any, c: list) -> ast.DictExpr:
         pairs = c[1:-1]
-        return ast.DictExpr(
-            tuple(k for k, _ in pairs), tuple(v for _, v in pairs), self.cspan(c)
-        )
+        return ast.DictExpr(tuple(k for k, _ in pairs), tuple(v for _, v in pairs), self.cspan(c))
 
     def r_listcomp(self, meta: Any, c: list) -> ast.ListComp:
         return ast.ListComp(c[1], tuple(c[2]), self.cspan(c))
@@ -950,7 +950,9 @@ def validate(module: ast.Module) -> None:
         if t is ast.ImportFrom and node.star and in_func:  # type: ignore[attr-defined]
             raise ScriptSyntaxError("import * only allowed at module level", node.span, source)
         if t is ast.Nonlocal and not in_func:
-            raise ScriptSyntaxError("nonlocal declaration not allowed at module level", node.span, source)
+            raise ScriptSyntaxError(
+                "nonlocal declaration not allowed at module level", node.span, source
+            )
         if t is ast.FunctionDef or t is ast.Lambda:
             for child in node.children():
                 stack.append((child, depth + 1, True, False))

@@ -29,10 +29,18 @@ from __future__ import annotations
 import builtins
 import difflib
 import sys
+from collections.abc import Callable
 from itertools import islice
-from typing import Any, Callable
+from typing import Any
 
-from adcli.errors import AdError, LimitError, SandboxError, ScriptRuntimeError, ScriptSyntaxError, TraceEntry
+from adcli.errors import (
+    AdError,
+    LimitError,
+    SandboxError,
+    ScriptRuntimeError,
+    ScriptSyntaxError,
+    TraceEntry,
+)
 from adcli.lang import ast
 from adcli.lang.build import MAX_NESTING
 from adcli.lang.host import Host, Limits, Namespace
@@ -130,7 +138,9 @@ def _kind_of(exc: BaseException) -> str:
     return "Exception"  # pragma: no cover - every exception derives from a builtin
 
 
-def _fail(it: Interpreter, exc: BaseException, span: Span, src: Source, fname: str) -> ScriptRuntimeError:
+def _fail(
+    it: Interpreter, exc: BaseException, span: Span, src: Source, fname: str
+) -> ScriptRuntimeError:
     """Turn a Python exception raised at `span` into a ScriptRuntimeError."""
     if isinstance(exc, ScriptRuntimeError):
         return exc
@@ -154,11 +164,12 @@ def _fail(it: Interpreter, exc: BaseException, span: Span, src: Source, fname: s
         original=exc,
         catchable=kind not in UNCATCHABLE,
     )
-    if it.debug:
-        err.__cause__ = exc
-    else:
-        err.__suppress_context__ = True
     return err
+
+
+def _cause(it: Interpreter, exc: BaseException) -> BaseException | None:
+    """What a converted error is chained to: the Python error only in debug mode."""
+    return exc if it.debug else None
 
 
 def _through_call(err: ScriptRuntimeError, span: Span, src: Source, fname: str) -> None:
@@ -189,7 +200,17 @@ def _name_list(names: list[str]) -> str:
 class _Code:
     """Compile-time facts about a function: parameters and compiled body."""
 
-    __slots__ = ("name", "qualname", "posnames", "nargs", "vararg", "kwonly", "kwarg", "simple", "run")
+    __slots__ = (
+        "name",
+        "qualname",
+        "posnames",
+        "nargs",
+        "vararg",
+        "kwonly",
+        "kwarg",
+        "simple",
+        "run",
+    )
 
     def __init__(
         self,
@@ -246,6 +267,13 @@ class Function:
         """The function's name (for hosts: graph labels, messages)."""
         return self._code.name
 
+    # Python code (a host) may read fn.__name__ as for any function; scripts
+    # never can (no attribute starting with "_" is readable). The class's own
+    # name stays "function" (type(fn).__name__ comes from the type itself).
+    @property
+    def __name__(self) -> str:  # type: ignore[override]
+        return self._code.name
+
 
 Function.__name__ = Function.__qualname__ = "function"  # as Python names it in messages
 
@@ -271,7 +299,7 @@ def _bind(fn: Function, args: tuple | list, kwargs: dict) -> dict:
         args = args[:n]
     elif code.vararg is not None:
         loc[code.vararg] = ()
-    for pname, value in zip(posnames, args):
+    for pname, value in zip(posnames, args, strict=False):
         loc[pname] = value
     extra: dict[str, Any] = {}
     if kwargs:
@@ -320,7 +348,7 @@ def _invoke(fn: Function, args: tuple | list, kwargs: dict) -> Any:
     it = fn._interp
     code = fn._code
     if not kwargs and code.simple and len(args) == code.nargs:
-        loc = dict(zip(code.posnames, args))
+        loc = dict(zip(code.posnames, args, strict=True))
     else:
         loc = _bind(fn, args, kwargs)
     if it.depth >= it.max_depth:
@@ -357,6 +385,7 @@ class _Scope:
         self.nonlocals: dict[str, Span] = {}
 
     def bind(self, name: str) -> None:
+        """Record that this scope assigns `name` (module names are globals)."""
         if self.kind != "module":
             self.locals.add(name)
 
@@ -374,7 +403,11 @@ class _Scope:
         return -1
 
 
-_COMP_NAMES = {ast.ListComp: "<listcomp>", ast.DictComp: "<dictcomp>", ast.GeneratorExp: "<genexpr>"}
+_COMP_NAMES = {
+    ast.ListComp: "<listcomp>",
+    ast.DictComp: "<dictcomp>",
+    ast.GeneratorExp: "<genexpr>",
+}
 _CHAIN = (ast.Call, ast.Attribute, ast.Subscript)
 _COMPOUND = (ast.If, ast.While, ast.For, ast.Try, ast.With, ast.FunctionDef)
 
@@ -398,6 +431,18 @@ def _target_names(target: ast.Node) -> list[str]:
 class _Compiler:
     """Compiles one Module for one Interpreter."""
 
+    # (node class, mode) -> function: built once from the kids_*/make_* methods.
+    _KIDS: dict[tuple[type, str], Callable] = {}
+    _MAKE: dict[tuple[type, str], Callable] = {}
+
+    @classmethod
+    def _build_tables(cls) -> None:
+        for attr in dir(cls):
+            for prefix, table in (("kids_", cls._KIDS), ("make_", cls._MAKE)):
+                if attr.startswith(prefix):
+                    mode, _, tname = attr[len(prefix) :].partition("_")
+                    table[(getattr(ast, tname), mode)] = getattr(cls, attr)
+
     def __init__(self, it: Interpreter, module: ast.Module, interactive: bool) -> None:
         self.it = it
         self.src = module.source
@@ -405,13 +450,8 @@ class _Compiler:
         self.module_scope = _Scope("module", "<module>", "", None)
         self.scopes: dict[int, _Scope] = {}
         self._analyze(module)
-        self._kids: dict[tuple[type, str], Callable] = {}
-        self._make: dict[tuple[type, str], Callable] = {}
-        for attr in dir(self):
-            for prefix, table in (("kids_", self._kids), ("make_", self._make)):
-                if attr.startswith(prefix):
-                    mode, _, tname = attr[len(prefix) :].partition("_")
-                    table[(getattr(ast, tname), mode)] = getattr(self, attr)
+        if not _Compiler._KIDS:
+            _Compiler._build_tables()
 
     # ------------------------------------------------------ scope analysis
 
@@ -509,18 +549,24 @@ class _Compiler:
                         break
                     p = p.parent
                 if not found:
-                    raise ScriptSyntaxError(f"no binding for nonlocal '{name}' found", span, self.src)
+                    raise ScriptSyntaxError(
+                        f"no binding for nonlocal '{name}' found", span, self.src
+                    )
 
     # ------------------------------------------------------------- driver
 
     def compile_module(self, module: ast.Module) -> Callable[[Env], Any]:
         """The module body as one block closure."""
-        return self._block(module.body, [self.compile(s, self.module_scope, "s") for s in module.body], self.module_scope)
+        return self._block(
+            module.body,
+            [self.compile(s, self.module_scope, "s") for s in module.body],
+            self.module_scope,
+        )
 
     def compile(self, root: ast.Node, scope: _Scope, mode: str) -> Closure:
         """Compile `root` (mode "s" statement, "e" expression, "t" target, "d" del target)."""
-        kids_table = self._kids
-        make_table = self._make
+        kids_table = self._KIDS
+        make_table = self._MAKE
         out: list[Closure] = []
         stack: list[tuple[ast.Node, _Scope, str, list | None]] = [(root, scope, mode, None)]
         while stack:
@@ -530,17 +576,17 @@ class _Compiler:
                 kid_fn = kids_table.get(key)
                 if kid_fn is None and key not in make_table:
                     raise self._bad_node(node, md)
-                kids = kid_fn(node, sc) if kid_fn is not None else []
+                kids = kid_fn(self, node, sc) if kid_fn is not None else []
                 if kids:
                     stack.append((node, sc, md, kids))
                     stack.extend((k[0], k[1], k[2], None) for k in reversed(kids))
                     continue
-                out.append(make_table[key](node, sc, []))
+                out.append(make_table[key](self, node, sc, []))
             else:
                 n = len(kids)
                 args = out[len(out) - n :]
                 del out[len(out) - n :]
-                out.append(make_table[key](node, sc, args))
+                out.append(make_table[key](self, node, sc, args))
         return out[0]
 
     def _bad_node(self, node: ast.Node, mode: str) -> ScriptSyntaxError:
@@ -562,7 +608,7 @@ class _Compiler:
         it = self.it
         src = self.src
         fname = sc.qualname or "<module>"
-        items = tuple(zip(fns, [self.stmt_span(n) for n in nodes]))
+        items = tuple(zip(fns, [self.stmt_span(n) for n in nodes], strict=True))
 
         def block(env: Env) -> Any:
             for fn, span in items:
@@ -578,7 +624,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
                 if r is not None:
                     return r
             return None
@@ -605,7 +651,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return test
 
@@ -620,7 +666,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return truth
 
@@ -656,7 +702,7 @@ class _Compiler:
                         span,
                         src,
                         fname,
-                    )
+                    ) from None
 
             return load_local
         if depth > 0:
@@ -674,7 +720,7 @@ class _Compiler:
                         span,
                         src,
                         fname,
-                    )
+                    ) from None
 
             return load_free
         g = it.globals
@@ -685,7 +731,9 @@ class _Compiler:
             if v is _MISSING:
                 v = b.get(name, _MISSING)
                 if v is _MISSING:
-                    raise _fail(it, NameError(it._name_error(name, env)), span, src, fname)
+                    raise _fail(
+                        it, NameError(it._name_error(name, env)), span, src, fname
+                    ) from None
             return v
 
         return load_global
@@ -710,7 +758,7 @@ class _Compiler:
                 total += len(s)
                 out.append(s)
             if total > max_len:
-                raise _fail(it, it.guards.too_long(total, "f-string"), span, src, fname)
+                raise _fail(it, it.guards.too_long(total, "f-string"), span, src, fname) from None
             return "".join(out)
 
         return fstring
@@ -741,7 +789,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return formatted
 
@@ -775,13 +823,13 @@ class _Compiler:
 
     def kids_e_DictExpr(self, node: ast.DictExpr, sc: _Scope) -> list:
         kids = []
-        for k, v in zip(node.keys, node.values):
+        for k, v in zip(node.keys, node.values, strict=True):
             kids.append((k, sc, "e"))
             kids.append((v, sc, "e"))
         return kids
 
     def make_e_DictExpr(self, node: ast.DictExpr, sc: _Scope, c: list) -> Closure:
-        pairs = tuple(zip(c[0::2], c[1::2], [k.span for k in node.keys]))
+        pairs = tuple(zip(c[0::2], c[1::2], [k.span for k in node.keys], strict=True))
         it = self.it
         src = self.src
         fname = self._fname(sc)
@@ -794,7 +842,7 @@ class _Compiler:
                 try:
                     d[k] = v
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
             return d
 
         return dict_expr
@@ -819,7 +867,7 @@ class _Compiler:
         spine.reverse()
         base = c[0]
         ops = self.it.binary_ops
-        links = tuple(zip([ops[b.op] for b in spine], c[1:], [b.span for b in spine]))
+        links = tuple(zip([ops[b.op] for b in spine], c[1:], [b.span for b in spine], strict=True))
         it = self.it
         src = self.src
         fname = self._fname(sc)
@@ -838,7 +886,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
             return binop
 
@@ -854,7 +902,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
             return v
 
         return binchain
@@ -888,7 +936,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return unary
 
@@ -899,7 +947,7 @@ class _Compiler:
         first = c[0]
         rest = tuple(c[1:])
         spans = tuple(v.span for v in node.values)
-        items = tuple(zip(spans, rest))
+        items = tuple(zip(spans, rest, strict=False))
         truth = self._truth(sc)
         if node.op == "and":
 
@@ -931,9 +979,9 @@ class _Compiler:
         operands = (node.left,) + node.comparators
         spans = [
             Span(a.span.line, a.span.column, b.span.end_line, b.span.end_column)
-            for a, b in zip(operands, operands[1:])
+            for a, b in zip(operands, operands[1:], strict=False)
         ]
-        links = tuple(zip([_COMPARE[o] for o in node.ops], c[1:], spans))
+        links = tuple(zip([_COMPARE[o] for o in node.ops], c[1:], spans, strict=True))
         it = self.it
         src = self.src
         fname = self._fname(sc)
@@ -953,7 +1001,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
             return compare
         last = len(links) - 1
@@ -971,7 +1019,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
                 if i < last and not (v if type(v) is bool else truth(v, span)):
                     return v
                 a = b
@@ -1009,8 +1057,14 @@ class _Compiler:
         it = self.it
         src = self.src
         with_default = [p for p in params if p.default is not None]
-        pos_fns = tuple(f for p, f in zip(with_default, default_fns) if p.kind == "pos")
-        kw_fns = tuple((p.name, f) for p, f in zip(with_default, default_fns) if p.kind == "kwonly")
+        pos_fns = tuple(
+            f for p, f in zip(with_default, default_fns, strict=True) if p.kind == "pos"
+        )
+        kw_fns = tuple(
+            (p.name, f)
+            for p, f in zip(with_default, default_fns, strict=True)
+            if p.kind == "kwonly"
+        )
 
         def make_function(env: Env) -> Function:
             defaults = tuple([f(env) for f in pos_fns])
@@ -1085,7 +1139,9 @@ class _Compiler:
     make_e_Attribute = make_e_Call
     make_e_Subscript = make_e_Call
 
-    def _call_link(self, node: ast.Call, fns: list[Closure], sc: _Scope) -> Callable[[Env, Any], Any]:
+    def _call_link(
+        self, node: ast.Call, fns: list[Closure], sc: _Scope
+    ) -> Callable[[Env, Any], Any]:
         it = self.it
         src = self.src
         fname = self._fname(sc)
@@ -1113,7 +1169,7 @@ class _Compiler:
                         _through_call(err, span, src, fname)
                         raise
                     except Exception as exc:
-                        raise _fail(it, exc, span, src, fname)
+                        raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
                 return call1
 
@@ -1132,10 +1188,12 @@ class _Compiler:
                     _through_call(err, span, src, fname)
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
             return call
-        spec = tuple(zip(kinds, [a.name for a in node.args], fns, [a.span for a in node.args]))
+        spec = tuple(
+            zip(kinds, [a.name for a in node.args], fns, [a.span for a in node.args], strict=True)
+        )
         qual = _callee_name(node.func)
 
         def call_general(env: Env, f: Any) -> Any:
@@ -1155,7 +1213,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, aspan, src, fname)
+                    raise _fail(it, exc, aspan, src, fname) from _cause(it, exc)
             try:
                 if type(f) is function_type:
                     v = invoke(f, args, kwargs)
@@ -1169,7 +1227,7 @@ class _Compiler:
                 _through_call(err, span, src, fname)
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return call_general
 
@@ -1183,7 +1241,7 @@ class _Compiler:
         if name.startswith("_"):
 
             def private(env: Env, obj: Any) -> Any:
-                raise _fail(it, refuse_private(name), span, src, fname)
+                raise _fail(it, refuse_private(name), span, src, fname) from None
 
             return private
 
@@ -1193,11 +1251,13 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return attribute
 
-    def _subscript_link(self, node: ast.Subscript, index_fn: Closure, sc: _Scope) -> Callable[[Env, Any], Any]:
+    def _subscript_link(
+        self, node: ast.Subscript, index_fn: Closure, sc: _Scope
+    ) -> Callable[[Env, Any], Any]:
         it = self.it
         src = self.src
         fname = self._fname(sc)
@@ -1214,7 +1274,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return subscript
 
@@ -1223,7 +1283,9 @@ class _Compiler:
 
     def make_e_Slice(self, node: ast.Slice, sc: _Scope, c: list) -> Closure:
         fns = iter(c)
-        lo, hi, st = (next(fns) if x is not None else None for x in (node.lower, node.upper, node.step))
+        lo, hi, st = (
+            next(fns) if x is not None else None for x in (node.lower, node.upper, node.step)
+        )
 
         def slice_expr(env: Env) -> slice:
             return slice(
@@ -1296,7 +1358,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, iter_span, src, fname)
+                raise _fail(it, exc, iter_span, src, fname) from _cause(it, exc)
 
         return run
 
@@ -1318,7 +1380,7 @@ class _Compiler:
             try:
                 iterator = iter(iterable)
             except Exception as exc:
-                raise _fail(it, exc, span0, src, fname)
+                raise _fail(it, exc, span0, src, fname) from _cause(it, exc)
             out_ref.append([])
             try:
                 run(0, iterator, ({},) + env)
@@ -1347,7 +1409,7 @@ class _Compiler:
             try:
                 iterator = iter(iterable)
             except Exception as exc:
-                raise _fail(it, exc, span0, src, fname)
+                raise _fail(it, exc, span0, src, fname) from _cause(it, exc)
             out_ref.append({})
             try:
                 run(0, iterator, ({},) + env)
@@ -1371,7 +1433,7 @@ class _Compiler:
             try:
                 iterator = iter(iterable)
             except Exception as exc:
-                raise _fail(it, exc, span0, src, fname)
+                raise _fail(it, exc, span0, src, fname) from _cause(it, exc)
             cenv = ({},) + env
 
             def gen(level: int, iterable: Any) -> Any:
@@ -1390,7 +1452,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, iter_span, src, inner_name)
+                    raise _fail(it, exc, iter_span, src, inner_name) from _cause(it, exc)
 
             return gen(0, iterator)
 
@@ -1458,8 +1520,8 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
-            for store, item in zip(stores, items):
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
+            for store, item in zip(stores, items, strict=True):
                 store(env, item)
 
         return unpack
@@ -1484,7 +1546,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return store_attr
 
@@ -1506,7 +1568,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return store_item
 
@@ -1562,7 +1624,7 @@ class _Compiler:
             try:
                 del obj[i]
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return delete_item
 
@@ -1616,7 +1678,7 @@ class _Compiler:
             return assign_name
         stores = tuple(
             self._store_name(t.id, sc, node.span) if type(t) is ast.Name else s
-            for t, s in zip(node.targets, stores)
+            for t, s in zip(node.targets, stores, strict=True)
         )
         if len(stores) == 1:
             (store,) = stores
@@ -1664,7 +1726,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
                 store(env, v)
 
             return aug_name
@@ -1678,7 +1740,7 @@ class _Compiler:
                 try:
                     a = get_attribute(obj, name, guards)
                 except Exception as exc:
-                    raise _fail(it, exc, target.span, src, fname)
+                    raise _fail(it, exc, target.span, src, fname) from _cause(it, exc)
                 b = value_fn(env)
                 try:
                     v = op(a, b)
@@ -1686,7 +1748,7 @@ class _Compiler:
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
-                    raise _fail(it, exc, span, src, fname)
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
             return aug_attr
         obj_fn, index_fn = c[0], c[1]
@@ -1697,7 +1759,7 @@ class _Compiler:
             try:
                 a = obj[i]
             except Exception as exc:
-                raise _fail(it, exc, target.span, src, fname)
+                raise _fail(it, exc, target.span, src, fname) from _cause(it, exc)
             b = value_fn(env)
             try:
                 v = op(a, b)
@@ -1708,7 +1770,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return aug_item
 
@@ -1830,9 +1892,7 @@ class _Compiler:
     def make_s_ImportFrom(self, node: ast.ImportFrom, sc: _Scope, c: list) -> Closure:
         it = self.it
         module_name = node.module
-        plan = [
-            (a.name, self._store_name(a.asname or a.name, sc, node.span)) for a in node.names
-        ]
+        plan = [(a.name, self._store_name(a.asname or a.name, sc, node.span)) for a in node.names]
         star = node.star
         span = node.span
 
@@ -1854,7 +1914,7 @@ class _Compiler:
 
     def kids_s_If(self, node: ast.If, sc: _Scope) -> list:
         kids = []
-        for test, body in zip(node.tests, node.bodies):
+        for test, body in zip(node.tests, node.bodies, strict=True):
             kids.append((test, sc, "e"))
             kids.extend((s, sc, "s") for s in body)
         kids.extend((s, sc, "s") for s in node.orelse)
@@ -1863,7 +1923,7 @@ class _Compiler:
     def make_s_If(self, node: ast.If, sc: _Scope, c: list) -> Closure:
         c = list(c)
         branches = []
-        for test, body in zip(node.tests, node.bodies):
+        for test, body in zip(node.tests, node.bodies, strict=True):
             test_fn = self._test(c.pop(0), test.span, sc)
             fns = [c.pop(0) for _ in body]
             branches.append((test_fn, self._block(body, fns, sc)))
@@ -1962,7 +2022,7 @@ class _Compiler:
                     except ScriptRuntimeError:
                         raise
                     except Exception as exc:
-                        raise _fail(it, exc, target_span, src, fname)
+                        raise _fail(it, exc, target_span, src, fname) from _cause(it, exc)
                     r = body(env)
                     if r is not None:
                         if r is CONTINUE:
@@ -1973,7 +2033,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, iter_span, src, fname)
+                raise _fail(it, exc, iter_span, src, fname) from _cause(it, exc)
             if orelse is not None:
                 return orelse(env)
             return None
@@ -2003,7 +2063,9 @@ class _Compiler:
             depth = sc.resolve(h.name) if h.name else -1
             type_span = h.type.span if h.type is not None else h.span
             handlers.append((type_fn, type_span, store, h.name, depth, hbody))
-        orelse = self._block(node.orelse, [c.pop(0) for _ in node.orelse], sc) if node.orelse else None
+        orelse = (
+            self._block(node.orelse, [c.pop(0) for _ in node.orelse], sc) if node.orelse else None
+        )
         final = self._block(node.finalbody, c, sc) if node.finalbody else None
         g = it.globals
 
@@ -2015,7 +2077,7 @@ class _Compiler:
                     try:
                         matched = _exception_matches(err, exc, cls)
                     except Exception as e2:
-                        raise _fail(it, e2, type_span, src, fname)
+                        raise _fail(it, e2, type_span, src, fname) from _cause(it, e2)
                     if not matched:
                         continue
                 if store is not None:
@@ -2086,7 +2148,13 @@ class _Compiler:
 
     @staticmethod
     def _with_item(
-        ctx: Closure, store: Closure | None, span: Span, inner: Closure, it: Interpreter, src: Source, fname: str
+        ctx: Closure,
+        store: Closure | None,
+        span: Span,
+        inner: Closure,
+        it: Interpreter,
+        src: Source,
+        fname: str,
     ) -> Closure:
         def with_(env: Env) -> Any:
             mgr = ctx(env)
@@ -2098,7 +2166,7 @@ class _Compiler:
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
             try:
                 if store is not None:
                     store(env, value)
@@ -2108,16 +2176,19 @@ class _Compiler:
                 try:
                     suppress = exit_(mgr, type(exc), exc, None)
                 except Exception as exc2:
-                    raise _fail(it, exc2, span, src, fname)
+                    raise _fail(it, exc2, span, src, fname) from _cause(it, exc2)
                 if suppress and err.catchable:
                     return None
+                raise
+            except BaseException as exc:  # KeyboardInterrupt: still leave the context
+                exit_(mgr, type(exc), exc, None)
                 raise
             try:
                 exit_(mgr, None, None, None)
             except ScriptRuntimeError:
                 raise
             except Exception as exc:
-                raise _fail(it, exc, span, src, fname)
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
             return r
 
         return with_
@@ -2249,7 +2320,9 @@ def _exception_matches(err: ScriptRuntimeError, exc: BaseException, cls: Any) ->
     classes = cls if type(cls) is tuple else (cls,)
     for k in classes:
         if not (isinstance(k, type) and issubclass(k, BaseException)):
-            raise TypeError("catching classes that do not inherit from BaseException is not allowed")
+            raise TypeError(
+                "catching classes that do not inherit from BaseException is not allowed"
+            )
     if isinstance(exc, classes):
         return True
     if isinstance(exc, AdError):
@@ -2267,7 +2340,8 @@ class Interpreter:
 
     Typical use by a host::
 
-        interp = Interpreter(Host(globals=names, import_module=imp, on_value=label), Limits(max_steps=10**6))
+        host = Host(globals=names, import_module=find_module, on_value=label)
+        interp = Interpreter(host, Limits(max_steps=10**6))
         interp.run(parse(Source("x.ad", text)))     # raises ScriptRuntimeError
 
     Attributes a host may read (or set between runs): `globals` (the script's
@@ -2276,7 +2350,9 @@ class Interpreter:
     now), `steps`, `depth`, `max_steps`, `max_depth`.
     """
 
-    def __init__(self, host: Host | None = None, limits: Limits | None = None, *, debug: bool = False) -> None:
+    def __init__(
+        self, host: Host | None = None, limits: Limits | None = None, *, debug: bool = False
+    ) -> None:
         host = host if host is not None else Host()
         self.host = host
         self.limits = limits if limits is not None else Limits()
@@ -2377,7 +2453,9 @@ class Interpreter:
             ) from None
         except Exception as exc:  # pragma: no cover - statements convert their own errors
             span = self.current_span or Span(1, 1, 1, 2)
-            raise _fail(self, exc, span, self.current_source or source, "<module>")
+            raise _fail(self, exc, span, self.current_source or source, "<module>") from _cause(
+                self, exc
+            )
         finally:
             self.depth = 0
             self._handling.clear()

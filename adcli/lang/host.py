@@ -15,9 +15,9 @@ Modules are `Namespace` objects: read-only name -> value tables.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Iterator, Mapping
 
 from adcli.source import Span
 

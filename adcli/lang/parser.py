@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib.resources
 import keyword
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import NoReturn
 
 from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -343,9 +344,7 @@ def _scan_brackets(text: str) -> tuple[str, int, int, int, str] | None:
     return None
 
 
-def _token_error(
-    exc: UnexpectedToken, text: str, st: _State
-) -> tuple[str, int, int, int, str]:
+def _token_error(exc: UnexpectedToken, text: str, st: _State) -> tuple[str, int, int, int, str]:
     """(message, line, column, end_column, kind) for an unexpected token."""
     tok = exc.token
     typ = tok.type
@@ -369,7 +368,13 @@ def _token_error(
     prev = hist[-1] if hist and typ != "$END" else None
     if st.parens and "COMMA" in expected and (typ in _ATOM_TOKENS or typ in _OPEN):
         if prev is not None and prev.line == line:
-            return "invalid syntax. Perhaps you forgot a comma?", line, prev.column, end, "SyntaxError"
+            return (
+                "invalid syntax. Perhaps you forgot a comma?",
+                line,
+                prev.column,
+                end,
+                "SyntaxError",
+            )
         return "invalid syntax. Perhaps you forgot a comma?", line, col, end, "SyntaxError"
     if typ == "EQUAL" and "EQUAL" not in expected and not _EXPR_START <= expected:
         return "invalid syntax. Maybe you meant '==' instead of '='?", line, col, end, "SyntaxError"
@@ -415,18 +420,19 @@ def _char_error(exc: UnexpectedCharacters, text: str) -> tuple[str, int, int, in
             col + 1,
             "SyntaxError",
         )
+    if not ch.isprintable():
+        return f"invalid non-printable character U+{ord(ch):04X}", line, col, col + 1, "SyntaxError"
     return f"invalid character '{ch}' (U+{ord(ch):04X})", line, col, col + 1, "SyntaxError"
 
 
 def _raise_syntax(
     info: tuple[str, int, int, int, str], source: Source, pos: Pos, prefix: str = ""
-) -> None:
+) -> NoReturn:
     message, line, col, end_col, kind = info
     line, col = pos(line, col)
     _, end_col = pos(info[1], end_col)
-    raise ScriptSyntaxError(
-        prefix + message, Span(line, col, line, max(end_col, col + 1)), source, kind=kind
-    )
+    span = Span(line, col, line, max(end_col, col + 1))
+    raise ScriptSyntaxError(prefix + message, span, source, kind=kind) from None
 
 
 def _run_lark(text: str, start: str, source: Source, pos: Pos, prefix: str = "") -> object:
@@ -435,10 +441,10 @@ def _run_lark(text: str, start: str, source: Source, pos: Pos, prefix: str = "")
     try:
         return lark.parse(text, start=start)
     except _Located as exc:
-        _raise_syntax((exc.message, exc.line, exc.column, exc.end_column, exc.kind), source, pos, prefix)
+        _raise_syntax(
+            (exc.message, exc.line, exc.column, exc.end_column, exc.kind), source, pos, prefix
+        )
     except UnexpectedToken as exc:
-        if isinstance(exc.__context__, _Located):  # pragma: no cover - defensive
-            raise
         _raise_syntax(_token_error(exc, text, indenter.state), source, pos, prefix)
     except UnexpectedCharacters as exc:
         _raise_syntax(_char_error(exc, text), source, pos, prefix)

@@ -10,7 +10,8 @@ all). Functions that consume an iterable refuse more than
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from adcli.lang.sandbox import Guards
 
@@ -46,7 +47,9 @@ _MISSING: Any = object()
 def make_print(write: Callable[[str], object] | None = None) -> Callable[..., None]:
     """A ``print(*values, sep=' ', end='\\n')`` writing through `write` (default: stdout)."""
 
-    def print(*values: object, sep: str | None = " ", end: str | None = "\n", flush: bool = False) -> None:  # noqa: A001
+    def print(
+        *values: object, sep: str | None = " ", end: str | None = "\n", flush: bool = False
+    ) -> None:  # noqa: A001
         if sep is None:
             sep = " "
         if end is None:
@@ -64,7 +67,9 @@ def make_print(write: Callable[[str], object] | None = None) -> Callable[..., No
     return print
 
 
-def make_builtins(guards: Guards, write: Callable[[str], object] | None = None) -> dict[str, object]:
+def make_builtins(
+    guards: Guards, write: Callable[[str], object] | None = None
+) -> dict[str, object]:
     """A fresh table of the pure builtins, with `print` writing through `write`."""
     materialize = guards.materialize
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable, Iterable
 from string import Formatter
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from adcli.errors import LimitError, SandboxError
 from adcli.lang.host import Limits, Namespace
@@ -61,9 +62,7 @@ class Guards:
 
     def too_long(self, n: int, what: str = "sequence") -> LimitError:
         """The error for a `what` of `n` items (over the limit)."""
-        return LimitError(
-            f"{what} of {n:,} items is longer than the limit of {self.max_seq:,}"
-        )
+        return LimitError(f"{what} of {n:,} items is longer than the limit of {self.max_seq:,}")
 
     def check_len(self, n: int, what: str = "sequence") -> None:
         """Refuse a result of `n` items beyond `max_sequence`."""
@@ -389,9 +388,7 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         try:
             return obj.__ad_members__[name]
         except KeyError:
-            raise AttributeError(
-                f"module '{obj.__ad_name__}' has no attribute '{name}'"
-            ) from None
+            raise AttributeError(f"module '{obj.__ad_name__}' has no attribute '{name}'") from None
     allowed = getattr(t, "__ad_attrs__", None)
     if allowed is not None and type(allowed) is frozenset and name in allowed:
         return getattr(obj, name)
@@ -422,8 +419,7 @@ def set_attribute(obj: Any, name: str, value: Any) -> None:
     t = type(obj)
     if t is Namespace:
         raise SandboxError(
-            f"cannot assign to attribute '{name}' of module '{obj.__ad_name__}'"
-            " in adcli scripts"
+            f"cannot assign to attribute '{name}' of module '{obj.__ad_name__}' in adcli scripts"
         )
     settable = getattr(t, "__ad_settable__", None)
     if settable is not None and type(settable) is frozenset and name in settable:
@@ -434,9 +430,7 @@ def set_attribute(obj: Any, name: str, value: Any) -> None:
         raise AttributeError(f"attribute '{name}' of '{t.__name__}' objects is not writable")
     if readable is not None or t in (int, float, str, bool, list, tuple, dict, type(None)):
         raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'")
-    raise SandboxError(
-        f"cannot set attribute '{name}' of '{t.__name__}' objects in adcli scripts"
-    )
+    raise SandboxError(f"cannot set attribute '{name}' of '{t.__name__}' objects in adcli scripts")
 
 
 def delete_attribute(obj: Any, name: str) -> None:

@@ -339,6 +339,19 @@ class Op(sympy.Function):  # noqa: N801
     def fdiff(self, argindex: int = 1) -> Any:
         raise FormulaError("an opaque operation has no symbolic derivative here")
 
+    def sort_key(self, order: Any = None) -> Any:
+        # ordered by what it prints, not by its index in the spec table, so that terms
+        # come out in the same order in every run
+        text = _SORT_TEXT.get(self)
+        if text is None:
+            if len(_SORT_TEXT) > 100_000:
+                _SORT_TEXT.clear()
+            text = _SORT_TEXT[self] = to_text(self)
+        return self.class_key(), (1, (text,)), S.One.sort_key(), S.One
+
+
+_SORT_TEXT: dict[Any, str] = {}
+
 
 #: Stands for a missing optional operand (`None`) inside an Op.
 NONE = sympy.Dummy("None")

@@ -26,6 +26,7 @@ import pytest
 
 from adcli.autograd import engine, grad_mode
 from adcli.autograd import ops as T
+from adcli.autograd.config import _default_warn, config
 
 torch = pytest.importorskip("torch")
 
@@ -62,6 +63,17 @@ class _Ad:
 
 
 TM, AM = _Torch(), _Ad()
+
+
+@pytest.fixture(autouse=True)
+def _python_warnings() -> Any:
+    """adcli's warnings go through Python's warnings module here (a host may have
+    routed them elsewhere)."""
+    saved = config.warn
+    config.warn = _default_warn
+    yield
+    config.warn = saved
+
 
 _ADDR = re.compile(r"0x[0-9a-fA-F]+")
 
@@ -249,6 +261,16 @@ def leaf_without_grad_becomes_nonleaf(m: Any, r: Rec) -> None:
     r(c)
     r.flags(c)
     r.graph(c)
+    z = m.zeros(2, 3)
+    v = z[:, 1:]
+    v.add_(b)
+    r(z, v)
+    r.flags(z)
+    r.flags(v)
+    r.graph(z)
+    r.graph(v)
+    (z * z).sum().backward()
+    r.grad(b)
 
 
 # ************************************************************ in-place: version counter
@@ -1298,6 +1320,16 @@ def backward_twice_through_view_ops(m: Any, r: Rec) -> None:
     z.backward()
     r.err(lambda: z.backward())
     r.grad(x)
+
+
+@scenario
+def inplace_on_expanded(m: Any, r: Rec) -> None:
+    x = m.ones(3, requires_grad=True)
+    y = x * 1
+    r.err(lambda: y.expand(2, 3).add_(1))
+    z = m.ones(3)
+    r.err(lambda: z.expand(2, 3).mul_(2))
+    r(y, z)
 
 
 # ************************************************************ the tests
