@@ -123,9 +123,11 @@ class Session:
         self.interp.run(module, interactive=interactive)
 
     def close(self) -> None:
-        """Stop listening to the engine (another session may start)."""
+        """Stop listening to the engine and give its warnings back to Python's."""
         if self._on_backward in engine.listeners:
             engine.listeners.remove(self._on_backward)
+        if engine_config.config.warn == self._warn:
+            engine_config.config.warn = engine_config._default_warn
 
     def variables(self) -> dict[str, Any]:
         """The script's own global names (not the builtins it started with)."""

@@ -41,7 +41,6 @@ for _p in (str(HERE.parent), str(HERE)):
         sys.path.insert(0, _p)
 
 import numpy as np  # noqa: E402
-
 from run import adcli_runner, release_session  # noqa: E402
 
 REPEATS = 7
@@ -104,6 +103,7 @@ def main() -> None:
     add("NumPy: hand-written backward, per node", cpu(np_bwd))
 
     import adcli.session  # noqa: F401  (first: importing adcli.autograd.ops first leaves
+
     # Tensor.__ad_attrs__ without the methods ops.py installs, see PROFILE.md)
     from adcli.autograd import ops
 

@@ -24,7 +24,9 @@ import io
 import sys
 import tracemalloc
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 for _p in (str(HERE.parent), str(HERE)):
@@ -167,13 +169,17 @@ def recursion(n: int) -> None:
     sys.setrecursionlimit(200)
     results = {}
     try:
-        for what, fn in (
-            ("graph_tree", lambda: graph_tree(y, label_of)),
-            ("backward", lambda: y.sum().backward(retain_graph=True)),
-            ("report", lambda: report_to_text(build_report(events[-1], line=None, call_text=None))),
-        ):
+        steps: list[tuple[str, Callable[[Any], object]]] = [
+            ("graph_tree", lambda t: graph_tree(t, label_of)),
+            ("backward", lambda t: t.sum().backward(retain_graph=True)),
+            (
+                "report",
+                lambda t: report_to_text(build_report(events[-1], line=None, call_text=None)),
+            ),
+        ]
+        for what, fn in steps:
             try:
-                fn()
+                fn(y)
                 results[what] = "ok"
             except RecursionError as e:
                 results[what] = f"RecursionError: {e}"

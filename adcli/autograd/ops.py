@@ -246,10 +246,14 @@ def floor_divide(a: Any, b: Any) -> Tensor:
 
 
 def remainder(a: Any, b: Any) -> Tensor:
-    """a % b (Python's sign convention)"""
+    """a % b (Python's sign convention); differentiable in a (and in b when a tensor)."""
     ta, tb, dt = _binary(a, b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return Tensor._make(np.mod(ta.data_.astype(dt), tb.data_.astype(dt)))
+    if not isinstance(a, Tensor) or dt.kind in _INT_KINDS:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Tensor._make(np.mod(ta.data_.astype(dt), tb.data_.astype(dt)))
+    if isinstance(b, Tensor):
+        return F.RemainderTensor.apply(ta, tb, dtype=dt)
+    return F.Remainder.apply(ta, other=b, dtype=dt)
 
 
 def maximum(a: Tensor, b: Tensor) -> Tensor:

@@ -130,7 +130,7 @@ def tensor_to_json(t: Tensor) -> dict[str, Any]:
         "value": array_to_json(t.data_),
         "requires_grad": t._requires_grad,
         "is_leaf": t.grad_fn is None,
-        "grad_fn": t.grad_fn.name() if t.grad_fn is not None else None,
+        "grad_fn": t.grad_fn.grad_fn_name if t.grad_fn is not None else None,
         "grad": array_to_json(g.data_) if g is not None else None,
     }
 

@@ -269,7 +269,7 @@ def _items(entries: list[TraceEntry], first: list[_Item] | None = None) -> list[
         if node.multi_output:
             indices = [i for i, g in enumerate(entry.grads) if g is not None] or (0,)
         is_leaf = isinstance(node, AccumulateGrad)
-        kind = "leaf" if is_leaf else node.name()
+        kind = "leaf" if is_leaf else node.grad_fn_name
         grads = entry.grads
         for k, i in enumerate(indices):
             t = _tensor_of(node, i)
@@ -293,7 +293,7 @@ def _items(entries: list[TraceEntry], first: list[_Item] | None = None) -> list[
         if it.key is None:
             shape, dtype = _shape_dtype(it)
             kind = "leaf" if it.node is None or isinstance(it.node, AccumulateGrad) else None
-            it.key = (kind or it.node.name(), shape, dtype)
+            it.key = (kind or it.node.grad_fn_name, shape, dtype)
     return items
 
 
@@ -322,7 +322,7 @@ def _name_items(items: list[_Item]) -> None:
             it.name = lab.expr
         else:
             base = "leaf" if it.node is None or isinstance(it.node, AccumulateGrad) else None
-            base = base or it.node.name()
+            base = base or it.node.grad_fn_name
             n = counters[base] = counters.get(base, 0) + 1
             it.name = f"{base}#{n}"
 
@@ -423,7 +423,7 @@ def _row(it: _Item, event_kind: str, inputs: list[Tensor] | None) -> Row:
         value=_value_of(t, lab),
         requires_grad=t._requires_grad if t is not None else True,
         is_leaf=is_leaf,
-        grad_fn=None if is_leaf else node.name(),
+        grad_fn=None if is_leaf else node.grad_fn_name,
         flowed_grad=flowed,
         grad=grad,
         grad_reason=reason,
@@ -448,7 +448,7 @@ def _name_of(t: Tensor, names: dict[tuple[int, int], str]) -> str:
     if lab is not None:
         return lab.name or lab.expr
     if t.grad_fn is not None:
-        return t.grad_fn.name()
+        return t.grad_fn.grad_fn_name
     return "tensor"
 
 
@@ -616,7 +616,7 @@ def _nonleaf_notes(items: list[_Item]) -> list[str]:
             continue
         if t._retains_grad or t._grad is not None or not _MADE_AS_LEAF.search(lab.expr or ""):
             continue
-        op = t.grad_fn.name()
+        op = t.grad_fn.grad_fn_name
         out.append(
             f"{lab.name}{_where(lab)} is not a leaf: it is the result of {op}, so "
             f"{lab.name}.grad stays None; make the finished value the leaf (compute it, then "
@@ -634,7 +634,7 @@ def _freed_notes(items: list[_Item], event: BackwardEvent) -> list[str]:
         if e is None or not e.released or not it.first:
             continue
         lab = it.label
-        key = (it.node.name(), lab.line if lab is not None else None)
+        key = (it.node.grad_fn_name, lab.line if lab is not None else None)
         counts[key] = counts.get(key, 0) + 1
     if not counts:
         return []
@@ -686,7 +686,7 @@ def _broadcast_notes(items: list[_Item], names: dict[tuple[int, int], str]) -> l
             in_name = names.get((id(nxt), nr))
             if in_name is None:
                 t = _tensor_of(nxt, nr)
-                in_name = _name_of(t, names) if t is not None else nxt.name()
+                in_name = _name_of(t, names) if t is not None else nxt.grad_fn_name
             word = "dimension" if len(dims) == 1 else "dimensions"
             out.append(
                 f"the gradient of {in_name} (shape {format_shape(in_shape)}) was summed over "
@@ -741,7 +741,7 @@ def _second_order(event: BackwardEvent, items: list[_Item], root: str) -> Second
     try:
         for uname, u, g in pairs:
             result.first_order.append(
-                FirstOrder(uname, g.grad_fn.name() if g is not None and g.grad_fn else None)
+                FirstOrder(uname, g.grad_fn.grad_fn_name if g is not None and g.grad_fn else None)
             )
             result.blocks.extend(_blocks(uname, u, g, pairs, variables))
     finally:

@@ -133,7 +133,7 @@ def _infos(order: list[Node], roots: list[Node], label_of: LabelOf) -> dict[Node
                 name_shown = name
             title = name_shown
         else:
-            title = node.name()
+            title = node.grad_fn_name
         infos[node] = _Info(f"n{i}", name, title, shape, leaf, node in root_set)
     return infos
 
@@ -236,7 +236,7 @@ def _draw(
 
 def _chain(start: Node, infos: dict[Node, _Info], shown: set[Node]) -> list[Node]:
     """The run of single-input nodes like `start` that hang below it."""
-    key = (start.name(), infos[start].shape)
+    key = (start.grad_fn_name, infos[start].shape)
     chain = [start]
     node = start
     while True:
@@ -244,7 +244,7 @@ def _chain(start: Node, infos: dict[Node, _Info], shown: set[Node]) -> list[Node
         if len(children) != 1:
             break
         nxt = children[0]
-        if nxt in shown or nxt in chain[-1:] or (nxt.name(), infos[nxt].shape) != key:
+        if nxt in shown or nxt in chain[-1:] or (nxt.grad_fn_name, infos[nxt].shape) != key:
             break
         chain.append(nxt)
         node = nxt

@@ -108,7 +108,9 @@ class Converter:
                 )
             memo[key] = (n, self._node(n, k))
             stack.pop()
-        return memo[(id(node), nr)][1]
+        expr = memo[(id(node), nr)][1]
+        # the node asked for is shown whole, even when its users see it abbreviated
+        return self.abbreviated.get(expr, expr) if isinstance(expr, TensorSymbol) else expr
 
     # ------------------------------------------------------------------ leaves, constants
     def leaf(self, acc: AccumulateGrad) -> Any:

@@ -46,8 +46,12 @@ def _restored(node: Function) -> Iterator[None]:
 
 
 def _letters() -> Iterator[str]:
-    for c in "abcdefghijklmnopqrstuvwxyz":
-        yield c
+    """a, b, ..., z, a1, b1, ... (names for inputs that have none)."""
+    k = 0
+    while True:
+        for c in "abcdefghijklmnopqrstuvwxyz":
+            yield c + (str(k) if k else "")
+        k += 1
 
 
 def local_rule(
@@ -95,8 +99,9 @@ def local_rule(
         sym.tensor_symbol("grad" if n_out == 1 else f"grad{k}", np.ones(s), "grad")
         for k, (s, _) in enumerate(shapes)
     ]
-    for gl, gs in zip(gleaves, gsyms, strict=True):
-        stops[(id(gl._accumulator()), 0)] = gs
+    accs = [gl._accumulator() for gl in gleaves]  # held: their ids are keys below
+    for acc, gs in zip(accs, gsyms, strict=True):
+        stops[(id(acc), 0)] = gs
     listeners = list(engine.listeners)
     engine.listeners.clear()
     try:
@@ -105,9 +110,7 @@ def local_rule(
                 grads = node.backward(node, *gleaves)
             else:
                 grads = node.backward(node, gleaves[0])
-            grads = [
-                None if g is None else engine._fit(g, metas[i]) for i, g in enumerate(grads)
-            ]
+            grads = [None if g is None else engine._fit(g, metas[i]) for i, g in enumerate(grads)]
     finally:
         engine.listeners[:] = listeners
     conv = Converter(stops=stops)

@@ -25,7 +25,7 @@ import numpy as np
 import sympy
 
 from . import sym
-from .sym import S, FormulaError, OpSpec, Shape, eshape, numel, strip1
+from .sym import FormulaError, OpSpec, S, Shape, eshape, numel, strip1
 
 if TYPE_CHECKING:
     from .formula import Converter
@@ -119,8 +119,9 @@ class RuleCtx:
         gname = name or node.name()
 
         def make() -> OpSpec:
-            return OpSpec(gname, _wrapping(display, method or infix), evaluate, in_sh, out_sh,
-                          closed, infix)
+            return OpSpec(
+                gname, _wrapping(display, method or infix), evaluate, in_sh, out_sh, closed, infix
+            )
 
         return sym.make_op(full_key, make, args)
 
@@ -140,10 +141,10 @@ class RuleCtx:
 
 
 def sym_literal(a: np.ndarray) -> str:
+    import re
+
     from adcli.autograd.dtypes import of_array
     from adcli.autograd.printing import format_tensor
-
-    import re
 
     text = format_tensor(np.asarray(a), of_array(np.asarray(a)).name)
     return re.sub(r"\s*\n\s*", " ", text)
@@ -596,8 +597,9 @@ def _norm(c: RuleCtx) -> Any:
 
 @rule("Logsumexp")
 def _logsumexp(c: RuleCtx) -> Any:
-    return sympy.log(reduce_dims(c, sympy.exp(c.a), c.shape_of(0), c.p("dims"),
-                                 c.p("keepdim"), "sum"))
+    return sympy.log(
+        reduce_dims(c, sympy.exp(c.a), c.shape_of(0), c.p("dims"), c.p("keepdim"), "sum")
+    )
 
 
 @rule("Var", "Std")
@@ -623,8 +625,13 @@ def _matmul_eval(v: list[Any]) -> Any:
 
 @rule("Mm", "Mv", "Bmm")
 def _mm(c: RuleCtx) -> Any:
-    return c.op(lambda t: f"{t[0]} @ {t[1]}", infix=True, evaluate=_matmul_eval,
-                key=("matmul",), name="matmul")
+    return c.op(
+        lambda t: f"{t[0]} @ {t[1]}",
+        infix=True,
+        evaluate=_matmul_eval,
+        key=("matmul",),
+        name="matmul",
+    )
 
 
 @rule("Dot")
@@ -804,9 +811,25 @@ def _embed(c: RuleCtx) -> Any:
     )
 
 
-@rule("CopySlices")
-def _copy_slices(c: RuleCtx) -> Any:
-    text, _ = index_text(c.p("index"))
+@rule("_CopyInto", "CopySlices")
+def _copy_into(c: RuleCtx) -> Any:
+    """`x[i] = v`: v where the index points, x elsewhere (when v, broadcast over the
+    whole tensor, lands exactly at the index)."""
+    base, value = c.args[:2]
+    index = c.p("index")
+    shape, vshape = c.shape_of(0), c.shape_of(1)
+    mask = np.zeros(shape, bool)
+    mask[index] = True
+    probe = np.arange(1.0, numel(vshape) + 1.0).reshape(vshape)
+    placed = np.zeros(shape)
+    try:
+        placed[index] = probe
+        fits = np.array_equal(np.broadcast_to(probe, shape)[mask], placed[mask])
+    except ValueError:
+        fits = False
+    if fits:
+        return sym.where(c.mask(mask), value, base)
+    text, _ = index_text(index)
     return c.op(lambda t: f"{t[0]} with [{text}] = {t[1]}", closed=False)
 
 
@@ -929,8 +952,7 @@ def _nll_backward(c: RuleCtx) -> Any:
         target = np.asarray(c.p("target"))
         ttext = sym_literal(target) if target.size <= 8 else "target"
         classes = k.shape[-1]
-        onehot = sym.tensor_symbol(f"F.one_hot({ttext}, {classes})", hot.astype(float),
-                                   "derived")
+        onehot = sym.tensor_symbol(f"F.one_hot({ttext}, {classes})", hot.astype(float), "derived")
         return -scale * onehot * g
     return g * c.conv.const_array(k, kind="derived")
 

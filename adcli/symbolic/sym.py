@@ -270,13 +270,26 @@ NUMPY_FUNCS: dict[str, Callable[..., Any]] = {
 }
 
 #: What the language calls SymPy's functions (everything else keeps its name).
-PRINT_NAMES = {"Abs": "abs", "ceiling": "ceil", "round_half_even": "round", "Max": "maximum",
-               "Min": "minimum"}
+PRINT_NAMES = {
+    "Abs": "abs",
+    "ceiling": "ceil",
+    "round_half_even": "round",
+    "Max": "maximum",
+    "Min": "minimum",
+}
 
 #: Functions a printed formula may use: anything else (sec, cosh, Piecewise...) is a
 #: rewrite SymPy chose that the script language does not have.
-ALLOWED_FUNCS = frozenset(NUMPY_FUNCS) - {"sinh", "cosh", "asin", "acos", "atan", "Max", "Min",
-                                         "Heaviside"}
+ALLOWED_FUNCS = frozenset(NUMPY_FUNCS) - {
+    "sinh",
+    "cosh",
+    "asin",
+    "acos",
+    "atan",
+    "Max",
+    "Min",
+    "Heaviside",
+}
 
 
 # ------------------------------------------------------------------ opaque ops
@@ -369,8 +382,9 @@ def reduce_all_op(arg: Any, kind: str, shape: Shape) -> Any:
     shape = strip1(shape)
 
     def make() -> OpSpec:
-        return OpSpec(f"{kind} of all elements", lambda t: f"{word}({t[0]})",
-                      lambda v: fn(v[0]), (shape,), ())
+        return OpSpec(
+            f"{kind} of all elements", lambda t: f"{word}({t[0]})", lambda v: fn(v[0]), (shape,), ()
+        )
 
     return make_op(("reduce_all", kind, shape), make, [arg])
 
@@ -712,8 +726,14 @@ def _apply(e: Any, vals: list[Any]) -> Any:
         return np.power(np.asarray(base, np.float64), exp)
     if isinstance(e, sympy.core.relational.Relational):
         a, b = vals
-        op = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
-              "==": np.equal, "!=": np.not_equal}[e.rel_op]
+        op = {
+            "<": np.less,
+            "<=": np.less_equal,
+            ">": np.greater,
+            ">=": np.greater_equal,
+            "==": np.equal,
+            "!=": np.not_equal,
+        }[e.rel_op]
         return op(a, b)
     if isinstance(e, sympy.And):
         return np.logical_and.reduce([np.asarray(v, bool) for v in vals])
@@ -789,6 +809,4 @@ def is_closed(expr: Any) -> tuple[bool, str | None]:
 
 def abbreviations(expr: Any) -> list[TensorSymbol]:
     """Intermediates the formula names instead of expanding (it was too long)."""
-    return sorted(
-        (s for s in expr.atoms(TensorSymbol) if s.kind == "abbrev"), key=lambda s: s.name
-    )
+    return sorted((s for s in expr.atoms(TensorSymbol) if s.kind == "abbrev"), key=lambda s: s.name)

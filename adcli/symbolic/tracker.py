@@ -33,6 +33,8 @@ PASS_LIMIT = 20_000
 CELL_CHARS = 160
 #: Second-derivative blocks get formulas for at most this many pairs.
 PAIR_LIMIT = 16
+#: A gradient summed over more backward passes than this gets no formula.
+PARTS_LIMIT = 8
 
 
 @dataclass
@@ -160,9 +162,11 @@ class Tracker:
                 seen.add((id(node), nr))
                 targets.append((node, nr))
         gleaves = gradients.grad_leaves(root_grads)
+        # a leaf holds its AccumulateGrad weakly: keep these alive, their ids are keys
+        accs = [gl._accumulator() for gl in gleaves]
         stops = {}
-        for i, (gl, rg) in enumerate(zip(gleaves, root_grads, strict=True)):
-            stops[(id(gl._accumulator()), 0)] = gradients.grad_symbol_for(
+        for i, (acc, rg) in enumerate(zip(accs, root_grads, strict=True)):
+            stops[(id(acc), 0)] = gradients.grad_symbol_for(
                 rg, event.gradient_given, i + 1, len(root_grads)
             )
         root_nodes = [gradients.edge_of(r)[0] for r in roots]
@@ -171,7 +175,7 @@ class Tracker:
             captured={},
             stops=stops,
             leaf_values=gradients.leaf_snapshot(nodes),
-            keep=[gleaves, roots],
+            keep=[gleaves, accs, roots, targets],
             shared=self._shared,
             hooked={(id(e.node), 0) for e in event.entries if e.hook_changed},
         )
@@ -195,18 +199,19 @@ class Tracker:
             from . import sym
 
             (g2,) = gradients.grad_leaves([g])
+            acc = g2._accumulator()
             if g.data_.size == 1:
-                sp.stops[(id(g2._accumulator()), 0)] = sym.S.One
+                sp.stops[(id(acc), 0)] = sym.S.One
             else:
-                sp.stops[(id(g2._accumulator()), 0)] = sym.tensor_symbol(
-                    "grad2", g2.data_, "grad"
-                )
-            sp.keep.append(g2)
+                sp.stops[(id(acc), 0)] = sym.tensor_symbol("grad2", g2.data_, "grad")
+            sp.keep += [g2, acc, edges]
             sp.second[(id(node), nr)] = gradients.run_backward([g], [g2], edges)
             sp.second_grad[(id(node), nr)] = g2
 
     def _note_grads(self, event: BackwardEvent, sp: Pass) -> None:
         """Remember which passes make up each `.grad` (and each grad() result)."""
+        for k in [k for k, r in self._results.items() if r.grad() is None]:
+            del self._results[k]  # results the script dropped
         if event.kind == "grad":
             for t, g in zip(event.inputs or (), event.results or (), strict=False):
                 if g is None:
@@ -247,6 +252,10 @@ class Tracker:
             if prev is not None and prev.owner() is t and _close(prev.value + flowed_v, now):
                 if not _close(flowed_v, now):
                     parts = prev.parts + [part]
+            if len(parts) > PARTS_LIMIT:
+                self._records.pop(id(t), None)
+                self.errors.append(f"{_name(t)}.grad sums more than {PARTS_LIMIT} backward passes")
+                continue
             self._records[id(t)] = GradRecord(weakref.ref(t), weakref.ref(grad), parts, now)
 
     # ------------------------------------------------------------------ reports
@@ -276,7 +285,10 @@ class Tracker:
                 if not row.is_leaf:
                     t = row.node.output_tensor(row.output_nr)
                     expr = forward.of_edge(row.node, row.output_nr)
-                    c = check(expr, row.value, tidy=False)
+                    # a tensor changed in place since belongs to a later node: its values
+                    # are not this node's any more
+                    current = t is not None and t.grad_fn is row.node
+                    c = check(expr, row.value if current else None, tidy=False)
                     row.formula = _cell(c)
                     if c.ok is False and t is not None:
                         failures.append(f"{row.name} = {c.text}: {c.detail}")
@@ -357,7 +369,6 @@ class Tracker:
     # ------------------------------------------------------------------ formula()
     def formula_text(self, t: Tensor, call_name: str | None = None) -> str:
         """What `formula(t)` prints: `name = formula  # = value ✓`."""
-        from . import sym
 
         rec, owner = self._record_of(t)
         lhs = call_name or _name(t)

@@ -47,23 +47,7 @@ CASES = sorted(SCRIPTS_DIR.glob("*.ad"))
 SCRIPTS = CASES + sorted(SAMPLES_DIR.glob("*.ad"))
 
 #: case file stem -> why it is expected to fail (adcli bugs not fixed yet).
-XFAIL: dict[str, str] = {
-    "fstring_zero_dim_tensor": (
-        "Tensor.__format__ formats a 0-d tensor as its number only when a format spec "
-        "is given; torch does it for an empty spec too (f'{loss}' -> '20.25')"
-    ),
-    "hook_changed_size_error": (
-        "engine._hook_name reads fn.__name__, which a script function does not have: "
-        "the message says hook 'hook' instead of hook 'bad'"
-    ),
-    "remainder_gradient": (
-        "x % 2 on a tensor that requires grad records no RemainderBackward0 node "
-        "(torch: d(x % y)/dx = 1)"
-    ),
-    "tensor_iteration_and_items": (
-        "iterating over a tensor gives SelectBackward0 rows; torch unbinds (UnbindBackward0)"
-    ),
-}
+XFAIL: dict[str, str] = {}
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
