@@ -252,7 +252,7 @@ def scale_memory(n: int) -> dict[str, Any]:
     run_small()
     gc.collect()
     gc.disable()
-    tracemalloc.start()
+    tracemalloc.start(8)
     try:
         run_small()  # steady state: caches and first-use allocations
         gc.collect()
@@ -260,6 +260,18 @@ def scale_memory(n: int) -> dict[str, Any]:
         tracemalloc.reset_peak()
         run()
         after, peak = tracemalloc.get_traced_memory()
+        survivor = ""
+        if after - base > 64 * 1024:  # name the biggest allocation site still alive
+            top = (
+                tracemalloc.take_snapshot()
+                .filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+                .statistics("traceback")
+            )
+            if top:
+                frames = [f for f in top[0].traceback if "/adcli/" in f.filename]
+                frame = frames[-1] if frames else top[0].traceback[0]  # innermost adcli frame
+                where = "adcli/" + frame.filename.split("/adcli/")[-1]
+                survivor = f"{where}:{frame.lineno} ({top[0].size / 1024:.0f} KiB)"
         collected = gc.collect()
         after_gc, _ = tracemalloc.get_traced_memory()
     finally:
@@ -271,6 +283,7 @@ def scale_memory(n: int) -> dict[str, Any]:
         "collected": collected,
         "left_after_gc": after_gc - base,
         "peak": peak - base,
+        "survivor": survivor,
     }
 
 
@@ -696,7 +709,8 @@ class Bench:
                 unit="KiB",
                 target="back to baseline",
                 verdict="ok" if left < 64 * 1024 else "MISS",
-                note=f"then gc.collect() found {m['collected']} objects, "
+                note=(f"largest left: {m['survivor']}; " if m["survivor"] else "")
+                + f"then gc.collect() found {m['collected']} objects, "
                 f"{m['left_after_gc'] / 1024:.0f} KiB left",
             )
         )

@@ -43,7 +43,7 @@ from adcli.errors import (
 )
 from adcli.lang import ast
 from adcli.lang.build import MAX_NESTING
-from adcli.lang.host import Host, Limits, Namespace
+from adcli.lang.host import Host, Limits, Namespace, missing_member
 from adcli.lang.pybuiltins import EXCEPTIONS, make_builtins
 from adcli.lang.sandbox import (
     Guards,
@@ -2526,4 +2526,6 @@ class Interpreter:
         try:
             return get_attribute(module, name, self.guards)
         except Exception:
+            if missing_member(module_name, name).startswith("adcli"):
+                raise ImportError(missing_member(module_name, name)) from None
             raise ImportError(f"cannot import name '{name}' from '{module_name}'") from None

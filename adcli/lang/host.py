@@ -42,7 +42,7 @@ class Namespace:
         try:
             return self.__ad_members__[name]
         except KeyError:
-            raise AttributeError(f"module '{self.__ad_name__}' has no attribute '{name}'") from None
+            raise AttributeError(missing_member(self.__ad_name__, name)) from None
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to attribute '{name}' of module '{self.__ad_name__}'")
@@ -55,6 +55,15 @@ class Namespace:
 
     def __repr__(self) -> str:
         return f"<module '{self.__ad_name__}'>"
+
+
+def missing_member(module: str, name: str) -> str:
+    """The message for a name a module lacks: a PyTorch name adcli lacks says so."""
+    from adcli.lang.pytorch_names import PYTORCH_NAMES
+
+    if name in PYTORCH_NAMES.get(module, ()):
+        return f"adcli does not support {module}.{name} yet"
+    return f"module '{module}' has no attribute '{name}'"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.resources
 import keyword
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -240,19 +241,47 @@ def _grammar_text() -> str:
     return path.read_text(encoding="utf-8")
 
 
+def _cache_path() -> str | bool:
+    """Where to keep the built parse tables between runs: a folder of the user's own.
+
+    Building the LALR tables takes most of a second, far longer than a short script
+    runs, so they are cached. Never in the shared temp folder (another user could
+    plant a pickle there): in $XDG_CACHE_HOME/adcli (default ~/.cache/adcli), made
+    private, and only used when this user owns it and nobody else can write to it.
+    Lark checks the grammar's hash itself and rebuilds when it changed.
+    """
+    if os.environ.get("ADCLI_NO_PARSER_CACHE"):
+        return False
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "adcli")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return False
+    except (OSError, AttributeError):
+        return False
+    import lark
+
+    return os.path.join(folder, f"ad-grammar-lark{lark.__version__}.cache")
+
+
 def get_lark() -> tuple[Lark, AdIndenter]:
     """The process-wide Lark parser and its postlexer (built on first use)."""
     global _lark, _indenter
     if _lark is None or _indenter is None:
         indenter = AdIndenter()
-        _lark = Lark(
-            _grammar_text(),
+        options = dict(
             parser="lalr",
             postlex=indenter,
             propagate_positions=False,
             maybe_placeholders=True,
             start=["start", "eval_input"],
         )
+        try:
+            _lark = Lark(_grammar_text(), cache=_cache_path(), **options)
+        except Exception:  # an unreadable or stale cache must never stop a run
+            _lark = Lark(_grammar_text(), **options)
         for term in _lark.terminals:
             value = getattr(term.pattern, "value", None)
             if term.pattern.type == "str" and value in _KEYWORDS:

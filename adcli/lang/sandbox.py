@@ -24,7 +24,7 @@ from string import Formatter
 from typing import Any
 
 from adcli.errors import LimitError, SandboxError
-from adcli.lang.host import Limits, Namespace
+from adcli.lang.host import Limits, Namespace, missing_member
 
 __all__ = [
     "type_name",
@@ -388,7 +388,7 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         try:
             return obj.__ad_members__[name]
         except KeyError:
-            raise AttributeError(f"module '{obj.__ad_name__}' has no attribute '{name}'") from None
+            raise AttributeError(missing_member(obj.__ad_name__, name)) from None
     allowed = getattr(t, "__ad_attrs__", None)
     if allowed is not None and type(allowed) is frozenset and name in allowed:
         return getattr(obj, name)
@@ -402,7 +402,15 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         raise SandboxError(
             f"attribute '{name}' of '{t.__name__}' objects is not available in adcli scripts"
         )
-    raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'")
+    raise AttributeError(_missing_attribute(t.__name__, name))
+
+
+def _missing_attribute(type_name: str, name: str) -> str:
+    from adcli.lang.pytorch_names import PYTORCH_NAMES
+
+    if type_name == "Tensor" and name in PYTORCH_NAMES["Tensor"]:
+        return f"adcli does not support Tensor.{name} yet"
+    return f"'{type_name}' object has no attribute '{name}'"
 
 
 def _has_attr(obj: Any, name: str) -> bool:

@@ -135,7 +135,9 @@ class Converter:
                 return known
         s = sym.tensor_symbol(name or self._fresh("leaf"), np.array(value, copy=True), "leaf")
         self.syms[id(owner)] = (owner, s)
-        self.shared.setdefault(id(owner), []).append((owner, s))
+        known = self.shared.setdefault(id(owner), [])
+        known.append((owner, s))
+        del known[:-4]  # a leaf trained in a loop: only its latest values matter
         return s
 
     def const(self, t: Tensor) -> Any:

@@ -564,7 +564,8 @@ class Printer(StrPrinter):
     _print_TensorSymbol = _print_Dummy
 
     def _print_Float(self, expr: Any) -> str:
-        return np.format_float_positional(float(expr), unique=True, trim="0")
+        return repr(float(expr))
+
 
     def _print_Exp1(self, expr: Any) -> str:
         return "2.718281828459045"
@@ -658,7 +659,19 @@ _PRINTER = Printer({"order": None})
 
 def to_text(expr: Any) -> str:
     """The formula in Python syntax (pasteable into a script)."""
-    return _PRINTER.doprint(expr)
+    return _PRINTER.doprint(readable_numbers(expr))
+
+
+def readable_numbers(expr: Any) -> Any:
+    """Exact fractions too long to read (1.001**300) as floats."""
+    if not isinstance(expr, sympy.Basic):
+        return expr
+    big = {
+        r: sympy.Float(float(r), 17)
+        for r in expr.atoms(sympy.Rational)
+        if abs(r.p) > 10**12 or r.q > 10**12
+    }
+    return expr.xreplace(big) if big else expr
 
 
 def atomic_text(expr: Any) -> str:

@@ -124,20 +124,22 @@ class Tracker:
         """Run the symbolic pass for a backward()/grad() call and note its gradients."""
         self.last = None
         nodes = {id(e.node): e.node for e in event.entries}
-        limit = NODE_LIMIT if self.eager else PASS_LIMIT
-        if len(nodes) > limit:
-            self.errors.append(f"a backward pass went through {len(nodes)} nodes (limit {limit})")
+        if len(nodes) > PASS_LIMIT:
+            self._error(f"a backward pass went through {len(nodes)} nodes (limit {PASS_LIMIT})")
             self._forget(event)
             return None
         try:
             sp = self._pass(event, list(nodes.values()))
         except Exception as exc:  # a graph the pass cannot go through: no formulas
-            self.errors.append(_first_sentence(str(exc)))
+            self._error(_first_sentence(str(exc)))
             self._forget(event)
             return None
         self.last = (event, sp)
         self._note_grads(event, sp)
         return sp
+
+    def _error(self, message: str) -> None:
+        self.errors = self.errors[-9:] + [message]
 
     def _forget(self, event: BackwardEvent) -> None:
         """Gradients this event changed can no longer be explained by a formula."""
@@ -181,8 +183,11 @@ class Tracker:
         )
         with gradients.quiet_graph(root_nodes):
             sp.captured = gradients.run_backward(roots, gleaves, targets)
-            if event.create_graph and self.eager:
-                self._second_pass(event, sp)
+            if event.create_graph and self.eager and len(nodes) <= NODE_LIMIT:
+                try:
+                    self._second_pass(event, sp)
+                except Exception as exc:  # first-order formulas still stand
+                    self._error(_first_sentence(str(exc)))
         return sp
 
     def _second_pass(self, event: BackwardEvent, sp: Pass) -> None:
@@ -254,7 +259,7 @@ class Tracker:
                     parts = prev.parts + [part]
             if len(parts) > PARTS_LIMIT:
                 self._records.pop(id(t), None)
-                self.errors.append(f"{_name(t)}.grad sums more than {PARTS_LIMIT} backward passes")
+                self._error(f"{_name(t)}.grad sums more than {PARTS_LIMIT} backward passes")
                 continue
             self._records[id(t)] = GradRecord(weakref.ref(t), weakref.ref(grad), parts, now)
 
@@ -265,8 +270,8 @@ class Tracker:
         from .local import local_rule
 
         report.symbolic = True
-        if self.last is None or self.last[0] is not event:
-            n = len({id(e.node) for e in event.entries})
+        n = len({id(e.node) for e in event.entries})
+        if n > NODE_LIMIT or self.last is None or self.last[0] is not event:
             why = (
                 f"the graph has {n} nodes (the limit is {NODE_LIMIT})"
                 if n > NODE_LIMIT
