@@ -6,6 +6,7 @@ receive (stdout and stderr interleaved), for the golden tests.
 
 from __future__ import annotations
 
+import gc
 import io
 import sys
 import traceback
@@ -55,6 +56,7 @@ def capture(path: str, options: RunOptions) -> tuple[str, int]:
 
 def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> int:
     """Run script `text` (called `name` in messages) writing to `streams`."""
+    from .autograd import engine
     from .session import Hooks, Output, Session, SessionOptions
 
     json_mode = options.json
@@ -119,6 +121,11 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
     )
     session = Session(Output(out, err), hooks, sess_opts)
     error: AdError | None = None
+    # A quiet run reads no per-node trace; graphs have no reference cycles, so the
+    # cyclic collector only slows graph building down: run it rarely.
+    engine.record_trace = not (options.quiet and not json_mode)
+    gc_thresholds = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 100)
     try:
         session.run_text(text, name)
     except AdError as e:
@@ -134,6 +141,8 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
         session.close()
         return SCRIPT_ERROR
     finally:
+        gc.set_threshold(*gc_thresholds)
+        engine.record_trace = True
         if reporter is not None:
             reporter.flush()
         if tracker is not None:

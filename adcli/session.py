@@ -9,7 +9,6 @@ through the `Output` it is given, and rendering is the caller's business.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,8 +87,8 @@ class Session:
         self._warned_lines: set[tuple[str, int]] = set()
         # version counter id -> (counter, version, line of the in-place change)
         self._changed_at: dict[int, tuple[list[int], int, int]] = {}
-        # node -> line of the backward call that freed its saved values
-        self._freed_at: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        # backward pass id -> line of the call (to say which call freed saved values)
+        self._pass_lines: dict[int, int] = {}
         self.modules = build_modules()
         names = self._global_names()
         host = Host(
@@ -251,9 +250,7 @@ class Session:
     def _on_backward(self, event: BackwardEvent) -> None:
         span = self.interp.current_span
         if span is not None:
-            for entry in event.entries:
-                if entry.released:
-                    self._freed_at[entry.node] = span.line
+            self._pass_lines[event.pass_id] = span.line
         if self.hooks.on_event is None:
             return
         text = None
@@ -270,7 +267,7 @@ class Session:
         label = getattr(node, "_label", None)
         made = f" (line {label.line})" if label is not None else ""
         if exc.counter is None:
-            freed = self._freed_at.get(node)
+            freed = self._pass_lines.get(getattr(node.saved, "pass_id", None))
             if freed is None:
                 return []
             return [

@@ -4,6 +4,7 @@
     python benchmarks/profile_adcli.py per_op                 # cProfile, top 25 by self time
     python benchmarks/profile_adcli.py scale N=100000 --tool pyinstrument
     python benchmarks/profile_adcli.py training --gc          # gc on vs off, collections
+    python benchmarks/profile_adcli.py scale N=100000 --gc-settings   # thresholds, freeze
 
 `--tool cprofile` lists functions by self time (file:line:function, % of the
 run); its per-call overhead inflates small functions, so `--tool pyinstrument`
@@ -146,6 +147,32 @@ def gc_report(run, repeats: int) -> None:
     )
 
 
+def gc_variants(run, repeats: int) -> None:
+    """The run under collector settings a host could choose (medians, CPU time)."""
+    variants = {
+        "default (700, 10, 10)": lambda: None,
+        "gc.freeze() first": gc.freeze,
+        "gc.set_threshold(50_000, 10, 10)": lambda: gc.set_threshold(50_000, 10, 10),
+        "freeze + (50_000, 10, 10)": lambda: (gc.freeze(), gc.set_threshold(50_000, 10, 10)),
+        "gc.disable()": gc.disable,
+    }
+    old = gc.get_threshold()
+    res: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(repeats):
+        for name, setup in variants.items():
+            gc.collect()
+            setup()
+            t0 = time.process_time()
+            run()
+            res[name].append(time.process_time() - t0)
+            gc.unfreeze()
+            gc.set_threshold(*old)
+            gc.enable()
+            release()
+    for name, v in res.items():
+        print(f"  {name:34s} {statistics.median(v) * 1e3:8.0f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("workload")
@@ -154,6 +181,9 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--gc", action="store_true", help="gc on/off comparison instead")
     ap.add_argument("--no-gc", action="store_true", help="profile with the collector disabled")
+    ap.add_argument(
+        "--gc-settings", action="store_true", help="time the run under other collector settings"
+    )
     ap.add_argument("--repeats", type=int, default=3, help="--gc: runs per mode")
     ap.add_argument("--times", type=int, default=3, help="runs profiled together")
     args = ap.parse_args()
@@ -167,6 +197,8 @@ def main() -> None:
     print(f"{args.workload} {params}")
     if args.gc:
         gc_report(run, args.repeats)
+    elif args.gc_settings:
+        gc_variants(run, args.repeats)
     else:
         if args.no_gc:
             gc.disable()

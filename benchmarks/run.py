@@ -846,7 +846,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"python {sys.version.split()[0]}, numpy {info['numpy']}, "
-        f"torch {torch_version or 'absent'}, {os.cpu_count()} CPUs; "
+        f"torch {torch_version or ('not used' if args.no_torch else 'absent')}, "
+        f"{os.cpu_count()} CPUs; "
         "load average (1/5/15 min) at start "
         + " ".join(f"{x:.2f}" for x in load_start)
         + ", at end "

@@ -141,7 +141,7 @@ def agree(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 @settings(
-    max_examples=120,
+    max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )

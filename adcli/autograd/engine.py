@@ -9,6 +9,7 @@ PyTorch's engine does), so a node runs once all gradients for it have arrived.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
-from .node import _FREED, AccumulateGrad, Function, Node
+from .node import AccumulateGrad, Freed, Function, Node
 from .tensor import Size, Tensor
 
 
@@ -43,10 +44,16 @@ class BackwardEvent:
     gradient_given: bool
     entries: list[TraceEntry] = field(default_factory=list)
     results: tuple[Tensor | None, ...] | None = None
+    pass_id: int = field(default_factory=lambda: next(_passes))
 
+
+_passes = itertools.count(1)
 
 # Called with each BackwardEvent when set (the report layer listens here).
 listeners: list[Callable[[BackwardEvent], None]] = []
+
+# Whether passes record a TraceEntry per node (reports read them; a quiet run need not).
+record_trace = True
 
 # Anomaly detection (torch.autograd.set_detect_anomaly, `adcli run --detect-anomaly`):
 # set by adcli/anomaly.py only while detection is on, and then called with each node
@@ -285,7 +292,8 @@ def _run(
             if deps[node] == 0:
                 heapq.heappush(heap, (-node.seq, tie, node))
                 tie += 1
-        entries = event.entries
+        entries = event.entries if record_trace else _Discard()
+        freed = Freed(event.pass_id)
         while heap:
             node = heapq.heappop(heap)[2]
             grads = buffers.pop(node, None) or [None] * _n_outputs(node)
@@ -316,8 +324,8 @@ def _run(
                 continue
             outs = _apply(node, grads)
             if not retain_graph and isinstance(node, Function):
-                entry.released = bool(node.saved) and node.saved is not _freed_marker()
-                node.release()
+                entry.released = bool(node.saved)
+                node.release(freed)
             for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta, strict=False):
                 if nxt is None or g is None:
                     continue
@@ -336,15 +344,18 @@ def _run(
         if not retain_graph:
             for node in deps:
                 if isinstance(node, Function) and (needed is None or node in needed):
-                    node.release()
+                    node.release(freed)
     finally:
         grad_mode.state.enabled = prev_mode
     if event.kind == "backward":
         _notify(event)
 
 
-def _freed_marker() -> Any:
-    return _FREED
+class _Discard(list):
+    """Stands for the trace when nobody reads it: appends are dropped."""
+
+    def append(self, item: Any) -> None:
+        pass
 
 
 def _n_outputs(node: Node) -> int:

@@ -1596,9 +1596,9 @@ class CopySlicesOp(Function):
             gb = gb + ops.embed(g_view, ctx.index, ctx.mask.shape)
         return (gb,) + tuple(grads[1:])
 
-    def release(self) -> None:
-        super().release()
-        self.node.release()
+    def release(self, marker: Any = None) -> None:
+        super().release(marker)
+        self.node.release(marker)
 
 
 class Gather(Function):

@@ -247,16 +247,17 @@ class Function(Node):
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
         """The saved tensors, version-checked; raises once they were freed."""
         saved = self.saved
-        if saved is _FREED:
+        if type(saved) is Freed:
             raise SavedTensorError(FREED_MESSAGE, self)
         return tuple(None if s is None else s.unpack(self) for s in saved)
 
-    def release(self) -> None:
-        """Free the saved tensors (after a backward without retain_graph)."""
-        if self.saved:
-            if _config.record_inputs and self.saved is not _FREED:
+    def release(self, marker: Freed | None = None) -> None:
+        """Free the saved tensors (after a backward without retain_graph); `marker`
+        records which pass freed them."""
+        if self.saved:  # a Freed marker is falsy: released once only
+            if _config.record_inputs:
                 self.sym_saved = self.saved  # adcli.symbolic: kept for gradient formulas
-            self.saved = _FREED
+            self.saved = marker if marker is not None else _FREED
 
     # -- building the graph ---------------------------------------------
     @classmethod
@@ -296,7 +297,19 @@ class Function(Node):
         return outs
 
 
-_FREED = ("freed",)
+class Freed:
+    """Stands where a node's saved tensors were, once a pass freed them."""
+
+    __slots__ = ("pass_id",)
+
+    def __init__(self, pass_id: int | None) -> None:
+        self.pass_id = pass_id  # the BackwardEvent.pass_id of the pass that freed them
+
+    def __bool__(self) -> bool:
+        return False  # "nothing saved any more"
+
+
+_FREED = Freed(None)
 _SAVE_OUTPUT = ("output",)
 _TENSOR: list[Any] = []
 

@@ -2035,6 +2035,10 @@ def _bind_methods() -> None:
         setattr(Tensor, name, g[name])
     for name, fn in EXTRA_METHODS.items():
         setattr(Tensor, name, fn)
+    # What scripts may read on a tensor (the sandbox refuses everything else).
+    Tensor.__ad_attrs__ = frozenset(
+        n for n in dir(Tensor) if not n.startswith("_") and n != "data_"
+    )
 
 
 _bind_methods()

@@ -643,6 +643,6 @@ def _norm_dim(dim: int, ndim: int) -> int:
 
 from . import ops  # noqa: E402  (ops needs Tensor defined first)
 
-# What scripts may read and assign on a tensor (the sandbox refuses everything else).
-Tensor.__ad_attrs__ = frozenset(n for n in dir(Tensor) if not n.startswith("_") and n != "data_")
+# What scripts may assign on a tensor; what they may read (`__ad_attrs__`) is set by
+# ops.py once it has bound the operation methods.
 Tensor.__ad_settable__ = frozenset({"grad", "requires_grad", "data"})

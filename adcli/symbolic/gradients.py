@@ -20,7 +20,7 @@ import numpy as np
 
 from adcli.autograd import engine, grad_mode
 from adcli.autograd.config import config
-from adcli.autograd.node import _FREED, AccumulateGrad, Function, Node
+from adcli.autograd.node import Freed, AccumulateGrad, Function, Node
 from adcli.autograd.tensor import Tensor
 from adcli.provenance import label_of
 
@@ -66,7 +66,7 @@ def quiet_graph(roots: Iterable[Node | None]) -> Iterator[None]:
                     undo.append((t, "_acc", t._acc))
                     undo.append((t, "_requires_grad", False))
                     t._requires_grad = True
-        if isinstance(n, Function) and n.saved is _FREED and "sym_saved" in n.__dict__:
+        if isinstance(n, Function) and n.saved.__class__ is Freed and "sym_saved" in n.__dict__:
             undo.append((n, "saved", n.saved))
             n.saved = n.__dict__["sym_saved"]
         for attr in ("pre_hooks", "retained"):

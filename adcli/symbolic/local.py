@@ -18,7 +18,7 @@ import numpy as np
 
 from adcli.autograd import engine, grad_mode
 from adcli.autograd.config import config
-from adcli.autograd.node import _FREED, Function, Node
+from adcli.autograd.node import Freed, Function, Node
 from adcli.autograd.tensor import Tensor
 
 from . import sym
@@ -31,7 +31,7 @@ EXPR_CHARS = 28
 @contextmanager
 def _restored(node: Function) -> Iterator[None]:
     undo = None
-    if node.saved is _FREED and "sym_saved" in node.__dict__:
+    if node.saved.__class__ is Freed and "sym_saved" in node.__dict__:
         undo = node.saved
         node.saved = node.__dict__["sym_saved"]
     prev_record, prev_mode = config.record_inputs, grad_mode.state.enabled

@@ -566,7 +566,6 @@ class Printer(StrPrinter):
     def _print_Float(self, expr: Any) -> str:
         return repr(float(expr))
 
-
     def _print_Exp1(self, expr: Any) -> str:
         return "2.718281828459045"
 

@@ -94,7 +94,7 @@ def _torch_value(v: Any, depth: int = 0) -> Any:
             "value": v.data.tolist(),  # .data: detach() refuses some modified views
             "requires_grad": v.requires_grad,
             "is_leaf": v.is_leaf,
-            "grad_fn": v.grad_fn.name() if v.grad_fn is not None else None,
+            "grad_fn": type(v.grad_fn).__name__ if v.grad_fn is not None else None,
             "grad": g.data.tolist() if g is not None else None,
         }
     if isinstance(v, (list, tuple)) and depth < 64:
