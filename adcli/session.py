@@ -109,6 +109,7 @@ class Session:
 
         anomaly.reset()
         rng.default_generator.manual_seed(rng.DEFAULT_SEED)
+        engine.warned.create_graph = False
         grad_mode.state.enabled = True
         engine_config.config.max_numel = self.options.max_numel
         engine_config.config.warn = self._warn

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
+from .config import config
 from .node import AccumulateGrad, Freed, Function, Node
 from .tensor import Size, Tensor
 
@@ -51,6 +52,27 @@ _passes = itertools.count(1)
 
 # Called with each BackwardEvent when set (the report layer listens here).
 listeners: list[Callable[[BackwardEvent], None]] = []
+
+CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using "
+    "autograd.grad when creating the graph to avoid this. If you have to use this function, "
+    "make sure to reset the .grad fields of your parameters to None after use to break the "
+    "cycle and avoid the leak. (Triggered internally at "
+    "/__w/pytorch/pytorch/torch/csrc/autograd/engine.cpp:1307.)"
+)
+
+
+class _Warned:
+    """Warnings PyTorch gives once per process (a new session resets them)."""
+
+    __slots__ = ("create_graph",)
+
+    def __init__(self) -> None:
+        self.create_graph = False
+
+
+warned = _Warned()
 
 # Whether passes record a TraceEntry per node (reports read them; a quiet run need not).
 record_trace = True
@@ -117,6 +139,9 @@ def backward(
     """Accumulate d(roots)/d(leaf) into every reached leaf's `.grad`."""
     roots = _as_list(tensors)
     grads = _root_grads(roots, _as_list(grad_tensors), False)
+    if create_graph and not warned.create_graph:
+        warned.create_graph = True  # PyTorch warns once per process
+        config.warn(CREATE_GRAPH_WARNING)
     if retain_graph is None:
         retain_graph = create_graph
     inputs_l = _as_list(inputs) if inputs is not None else None
