@@ -96,6 +96,7 @@ class Session:
             import_module=self._import,
             on_assign=self._on_assign,
             on_value=self._on_value,
+            value_types=(Tensor,),  # the hooks only label tensors
         )
         limits = Limits(max_steps=options.max_steps, max_depth=options.max_depth)
         self.interp = Interpreter(host, limits, debug=options.debug)

@@ -63,6 +63,18 @@ Closure = Callable[..., Any]
 
 _MISSING: Any = object()
 
+
+class _EveryType:
+    """A container holding every type (for hooks without a type filter)."""
+
+    __slots__ = ()
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_EVERY_TYPE = _EveryType()
+
 # Highest Python recursion limit a run sets (see Interpreter._recursion_needed).
 MAX_RECURSION_LIMIT = 25_000
 
@@ -152,7 +164,8 @@ def _fail(
         kind = "LimitError"
         message = "maximum recursion depth exceeded: expressions or calls are nested too deeply"
     elif isinstance(exc, MemoryError):
-        kind, message = "LimitError", "out of memory"
+        # the host's own size limit explains itself; NumPy's bare MemoryError does not
+        kind, message = "LimitError", str(exc) or "out of memory"
     else:
         kind, message = _kind_of(exc), str(exc)
     err = ScriptRuntimeError(
@@ -879,9 +892,8 @@ class _Compiler:
                 b = right(env)
                 try:
                     v = op(a, b)
-                    hook = it.on_value
-                    if hook is not None:
-                        hook(v, span)
+                    if type(v) in it._value_watch:
+                        it.on_value(v, span)
                     return v
                 except ScriptRuntimeError:
                     raise
@@ -896,9 +908,8 @@ class _Compiler:
                 b = right(env)
                 try:
                     v = op(v, b)
-                    hook = it.on_value
-                    if hook is not None:
-                        hook(v, span)
+                    if type(v) in it._value_watch:
+                        it.on_value(v, span)
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
@@ -929,9 +940,8 @@ class _Compiler:
             a = operand(env)
             try:
                 v = op(a)
-                hook = it.on_value
-                if hook is not None:
-                    hook(v, span)
+                if type(v) in it._value_watch:
+                    it.on_value(v, span)
                 return v
             except ScriptRuntimeError:
                 raise
@@ -994,9 +1004,8 @@ class _Compiler:
                 b = right(env)
                 try:
                     v = op(a, b)
-                    hook = it.on_value
-                    if hook is not None:
-                        hook(v, span)
+                    if type(v) in it._value_watch:
+                        it.on_value(v, span)
                     return v
                 except ScriptRuntimeError:
                     raise
@@ -1013,9 +1022,8 @@ class _Compiler:
                 b = right(env)
                 try:
                     v = op(a, b)
-                    hook = it.on_value
-                    if hook is not None:
-                        hook(v, span)
+                    if type(v) in it._value_watch:
+                        it.on_value(v, span)
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
@@ -1161,9 +1169,8 @@ class _Compiler:
                             v = invoke(f, (a,), {})
                         else:
                             v = f(a)
-                        hook = it.on_value
-                        if hook is not None:
-                            hook(v, span)
+                        if type(v) in it._value_watch:
+                            it.on_value(v, span)
                         return v
                     except ScriptRuntimeError as err:
                         _through_call(err, span, src, fname)
@@ -1180,9 +1187,8 @@ class _Compiler:
                         v = invoke(f, args, {})
                     else:
                         v = f(*args)
-                    hook = it.on_value
-                    if hook is not None:
-                        hook(v, span)
+                    if type(v) in it._value_watch:
+                        it.on_value(v, span)
                     return v
                 except ScriptRuntimeError as err:
                     _through_call(err, span, src, fname)
@@ -1219,9 +1225,8 @@ class _Compiler:
                     v = invoke(f, args, kwargs)
                 else:
                     v = f(*args, **kwargs)
-                hook = it.on_value
-                if hook is not None:
-                    hook(v, span)
+                if type(v) in it._value_watch:
+                    it.on_value(v, span)
                 return v
             except ScriptRuntimeError as err:
                 _through_call(err, span, src, fname)
@@ -1267,9 +1272,8 @@ class _Compiler:
             i = index_fn(env)
             try:
                 v = obj[i]
-                hook = it.on_value
-                if hook is not None:
-                    hook(v, span)
+                if type(v) in it._value_watch:
+                    it.on_value(v, span)
                 return v
             except ScriptRuntimeError:
                 raise
@@ -1468,18 +1472,16 @@ class _Compiler:
 
             def store_env(env: Env, value: Any) -> None:
                 env[depth][name] = value
-                hook = it.on_assign
-                if hook is not None:
-                    hook(name, value, span)
+                if type(value) in it._assign_watch:
+                    it.on_assign(name, value, span)
 
             return store_env
         g = it.globals
 
         def store_global(env: Env, value: Any) -> None:
             g[name] = value
-            hook = it.on_assign
-            if hook is not None:
-                hook(name, value, span)
+            if type(value) in it._assign_watch:
+                it.on_assign(name, value, span)
 
         return store_global
 
@@ -1720,9 +1722,8 @@ class _Compiler:
                 b = value_fn(env)
                 try:
                     v = op(a, b)
-                    hook = it.on_value
-                    if hook is not None:
-                        hook(v, span)
+                    if type(v) in it._value_watch:
+                        it.on_value(v, span)
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
@@ -1763,9 +1764,8 @@ class _Compiler:
             b = value_fn(env)
             try:
                 v = op(a, b)
-                hook = it.on_value
-                if hook is not None:
-                    hook(v, span)
+                if type(v) in it._value_watch:
+                    it.on_value(v, span)
                 obj[i] = v
             except ScriptRuntimeError:
                 raise
@@ -2363,6 +2363,10 @@ class Interpreter:
         builtins.update(host.globals)
         self.builtins = builtins
         self.globals: dict[str, object] = {}
+        # The value hooks are called only for values whose exact type is in
+        # host.value_types (all values when None): a scalar loop then never
+        # calls into the host. See the on_value/on_assign properties.
+        self._value_types = host.value_types
         self.on_assign = host.on_assign
         self.on_value = host.on_value
         self.on_statement = host.on_statement
@@ -2376,6 +2380,35 @@ class Interpreter:
         self._interrupted = False
         self.depth = 0
         self._handling: list[ScriptRuntimeError] = []
+
+    # The closures test ``type(v) in it._value_watch`` before calling a hook:
+    # one set lookup, and no call for values the host ignores. The watch sets
+    # follow the hooks (a host may set or clear a hook between runs).
+
+    @property
+    def on_value(self) -> Callable[[object, Span], None] | None:
+        return self._on_value
+
+    @on_value.setter
+    def on_value(self, hook: Callable[[object, Span], None] | None) -> None:
+        self._on_value = hook
+        self._value_watch = self._watch(hook)
+
+    @property
+    def on_assign(self) -> Callable[[str, object, Span], None] | None:
+        return self._on_assign
+
+    @on_assign.setter
+    def on_assign(self, hook: Callable[[str, object, Span], None] | None) -> None:
+        self._on_assign = hook
+        self._assign_watch = self._watch(hook)
+
+    def _watch(self, hook: object) -> Any:
+        if hook is None:
+            return frozenset()
+        if self._value_types is None:
+            return _EVERY_TYPE
+        return frozenset(self._value_types)
 
     # ------------------------------------------------------------- public
 

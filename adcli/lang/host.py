@@ -110,6 +110,9 @@ class Host:
         compound statements).
     on_display(value): in interactive runs, each top-level expression
         statement's value that is not None (the REPL echo).
+    value_types: when not None, on_value and on_assign are called only for
+        values whose exact type is one of these (a tensor-labelling host
+        passes its tensor class, so loops over floats never call it).
     """
 
     globals: Mapping[str, object] = field(default_factory=dict)
@@ -119,6 +122,7 @@ class Host:
     on_statement: Callable[[Span], None] | None = None
     on_display: Callable[[object], None] | None = None
     default_builtins: bool = True
+    value_types: tuple[type, ...] | None = None
 
 
 def namespace_importer(modules: Mapping[str, object]) -> ImportModule:

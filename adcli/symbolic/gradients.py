@@ -20,7 +20,7 @@ import numpy as np
 
 from adcli.autograd import engine, grad_mode
 from adcli.autograd.config import config
-from adcli.autograd.node import Freed, AccumulateGrad, Function, Node
+from adcli.autograd.node import AccumulateGrad, Freed, Function, Node
 from adcli.autograd.tensor import Tensor
 from adcli.provenance import label_of
 
