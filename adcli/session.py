@@ -84,6 +84,7 @@ class Session:
         self.options = options
         self.source: Source | None = None
         self._name_counts: dict[str, int] = {}
+        self._texts: dict[tuple[int, bool], tuple[Span, Source, str]] = {}  # see _text
         self._warned_lines: set[tuple[str, int]] = set()
         # version counter id -> (counter, version, line of the in-place change)
         self._changed_at: dict[int, tuple[list[int], int, int]] = {}
@@ -179,9 +180,28 @@ class Session:
         if src is None:
             return
         if value._label is None:
-            self._attach(value, Label(None, _one_line(src.snippet(span)), span.line))
+            self._attach(value, Label(None, self._text(src, span), span.line))
         else:
             self._relabel_if_changed(value, src, span)
+
+    def _text(self, src: Source, span: Span, assigned: bool = False) -> str:
+        """A label's text: the one-line source of `span` (with `assigned`, the
+        part after the first "=", for an assignment statement's span).
+
+        Memoised per span: a loop evaluates the same expressions again and
+        again, and re-slicing the source for each new tensor cost ~1 us. The
+        memo holds the span and source, so an `id` is never reused while in it.
+        """
+        key = (id(span), assigned)
+        hit = self._texts.get(key)
+        if hit is not None and hit[0] is span and hit[1] is src:
+            return hit[2]
+        text = src.snippet(span)
+        if assigned and "=" in text:
+            text = text.split("=", 1)[1].strip()
+        text = _one_line(text)
+        self._texts[key] = (span, src, text)
+        return text
 
     def _relabel_if_changed(self, t: Tensor, src: Source, span: Span) -> None:
         """After an in-place op the tensor has a new, unlabelled grad_fn: give that
@@ -191,7 +211,7 @@ class Session:
             return
         old = t._label
         label = Label(
-            old.name if old is not None else None, _one_line(src.snippet(span)), span.line
+            old.name if old is not None else None, self._text(src, span), span.line
         )
         t._label = None
         self._attach(t, label)
@@ -225,9 +245,8 @@ class Session:
             self._relabel_if_changed(value, src, span)
         label = value._label
         if label is None:
-            text = src.snippet(span) if src is not None else name
-            expr = text.split("=", 1)[1].strip() if "=" in text else text
-            label = Label(None, _one_line(expr), span.line)
+            expr = self._text(src, span, assigned=True) if src is not None else name
+            label = Label(None, expr, span.line)
             self._attach(value, label)
         if label.name is None:
             n = self._name_counts.get(name, 0) + 1
@@ -258,7 +277,7 @@ class Session:
         text = None
         src = self.interp.current_source or self.source
         if span is not None and src is not None:
-            text = _one_line(src.snippet(span))
+            text = self._text(src, span)
         self.hooks.on_event(event, span, text)
 
     def explain(self, exc: BaseException | None) -> list[str]:

@@ -19,10 +19,14 @@ from .node import Function
 from .tensor import Tensor
 
 # Binary operands arrive already promoted by ops.py; `_d` reads an operand's
-# array cast to the op's computation dtype.
+# array cast to the op's computation dtype.  Add, Sub, Mul and Div may also get a
+# Python number as their second operand (ops.py's `_binary(..., const=True)`): a
+# constant, which they save as the number itself.
 
 
-def _d(t: Tensor, dt: np.dtype) -> np.ndarray:
+def _d(t: Tensor | float, dt: np.dtype) -> np.ndarray:
+    if type(t) is not Tensor:
+        return np.asarray(t, dt)
     a = t.data_
     return a if a.dtype == dt else a.astype(dt)
 

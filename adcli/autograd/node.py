@@ -49,19 +49,17 @@ class SavedTensor:
         if tensor is not None:
             self.tensor = tensor
             self.data = None
-            self.counter = tensor._vc
+            self.counter = c = tensor._vc
             self.is_output = False
         else:  # the node's own output: keep its data, not the tensor (no cycle)
             self.tensor = None
             self.data = output_data
-            self.counter = counter
+            self.counter = c = counter
             self.is_output = True
-        self.version = self.counter[0]
+        self.version = c[0]
 
     def unpack(self, node: Function) -> Tensor:
         """The saved tensor, after checking that no in-place op changed it."""
-        from .tensor import Tensor
-
         if self.counter[0] != self.version:
             raise SavedTensorError(_version_message(self, node), node, self.counter)
         if self.is_output:
@@ -235,9 +233,12 @@ class Function(Node):
         raise NotImplementedError
 
     # -- saving ----------------------------------------------------------
-    def save(self, *tensors: Tensor | None) -> None:
-        """Save input tensors for backward (None for ones not needed)."""
-        self.saved = tuple(None if t is None else SavedTensor(t) for t in tensors)
+    def save(self, *tensors: Tensor | float | None) -> None:
+        """Save input tensors for backward (None for ones not needed).  A Python-number
+        operand (a constant edge, see `apply`) is kept as the number itself: it still
+        counts as saved, so a second backward through a freed graph raises as in PyTorch."""
+        # a list comprehension, not a generator: this runs once per recorded op
+        self.saved = tuple([SavedTensor(t) if type(t) is Tensor else t for t in tensors])
 
     def save_output(self) -> None:
         """Ask `apply` to save this node's output for backward (exp, tanh, ...)."""
@@ -249,7 +250,8 @@ class Function(Node):
         saved = self.saved
         if type(saved) is Freed:
             raise SavedTensorError(FREED_MESSAGE, self)
-        return tuple(None if s is None else s.unpack(self) for s in saved)
+        # None and saved Python numbers pass through as they are
+        return tuple([s.unpack(self) if type(s) is SavedTensor else s for s in saved])
 
     def release(self, marker: Freed | None = None) -> None:
         """Free the saved tensors (after a backward without retain_graph); `marker`
@@ -263,27 +265,62 @@ class Function(Node):
     @classmethod
     def apply(cls, *inputs: Any, **params: Any) -> Any:
         """Run the forward and, when grad mode is on and an input requires
-        grad, record a node of this class as the output's `grad_fn`."""
-        Tensor = _tensor_class()
+        grad, record a node of this class as the output's `grad_fn`.
+
+        An input may also be None (no operand) or a Python number: a constant
+        operand, as PyTorch's wrapped scalar in `x * 2`, which gets a constant
+        `(None, 0)` edge like any tensor that does not require grad (ops.py passes
+        numbers only to rows whose forward reads them with `_d`)."""
         ctx = cls.__new__(cls)
         ctx.saved = ()
-        needs = [t is not None and t._requires_grad for t in inputs]
-        record = grad_mode.state.enabled and cls.differentiable and True in needs
-        ctx.needs_input_grad = tuple(needs) if record else (False,) * len(inputs)
-        data = cls.forward(ctx, *inputs, **params)
+        record = False
+        if grad_mode.state.enabled and cls.differentiable:
+            needs = tuple([type(t) is Tensor and t._requires_grad for t in inputs])
+            record = True in needs
         if not record:
+            # shared all-False tuple: nothing is recorded, forward saves nothing
+            ctx.needs_input_grad = _NO_NEEDS[len(inputs)] if len(inputs) < 8 else (
+                (False,) * len(inputs)
+            )
+            data = cls.forward(ctx, *inputs, **params)
             if not cls.multi_output:
                 return Tensor._make(data)
-            return tuple(Tensor._make(d) for d in data)
-        ctx.next_functions = tuple([_edge(t) for t in inputs])
-        ctx.in_meta = tuple([None if t is None else (t.data_.shape, t.data_.dtype) for t in inputs])
+            return tuple([Tensor._make(d) for d in data])
+        ctx.needs_input_grad = needs
+        data = cls.forward(ctx, *inputs, **params)
+        # One pass over the inputs for the edges and the (shape, dtype) metas.  Both
+        # use shared tuples where they can (the constant edge; interned metas), as
+        # they are the bulk of a node's memory and of the objects the GC walks.
+        edges = []
+        metas = []
+        for t in inputs:
+            if type(t) is Tensor:
+                d = t.data_
+                key = (d.shape, d.dtype)
+                meta = _META.get(key)
+                if meta is None:
+                    meta = _intern_meta(key)
+                metas.append(meta)
+                if not t._requires_grad:
+                    edges.append(_NO_EDGE)
+                elif t.grad_fn is not None:
+                    edges.append((t.grad_fn, t._output_nr))
+                else:
+                    edges.append((t._accumulator(), 0))
+            else:
+                edges.append(_NO_EDGE)
+                # a number operand: a 0-d constant of the op's dtype (as PyTorch wraps it)
+                metas.append(None if t is None else _intern_meta(((), _result_dtype(data))))
+        ctx.next_functions = tuple(edges)
+        ctx.in_meta = tuple(metas)
         ctx.seq = next(_sequence)
         ctx.pre_hooks = None
         ctx.retained = None
         ctx._label = None
         if _config.record_inputs:  # adcli.symbolic (opt-in): operands/params for formulas
             ctx.sym_inputs = tuple(
-                SavedTensor(t) if t is not None and not t._requires_grad else None for t in inputs
+                SavedTensor(t) if type(t) is Tensor and not t._requires_grad else None
+                for t in inputs
             )
             ctx.sym_params = params
         if not cls.multi_output:
@@ -311,22 +348,40 @@ class Freed:
 
 _FREED = Freed(None)
 _SAVE_OUTPUT = ("output",)
-_TENSOR: list[Any] = []
+_NO_EDGE = (None, 0)  # the edge of an operand that needs no gradient (shared by all nodes)
+_NO_NEEDS = [(False,) * n for n in range(8)]
+
+# Interned (shape, dtype) metas: nodes share them instead of holding a fresh tuple
+# (with a fresh shape tuple) per input.  Bounded: cleared when it gets large.
+_META: dict[tuple[Any, Any], tuple[Any, Any]] = {}
+
+
+def _intern_meta(key: tuple[Any, Any]) -> tuple[Any, Any]:
+    meta = _META.get(key)
+    if meta is None:
+        if len(_META) > 4096:
+            _META.clear()
+        meta = _META[key] = key
+    return meta
+
+
+def _result_dtype(data: Any) -> Any:
+    return data.dtype if hasattr(data, "dtype") else None
+
+
+# tensor.Tensor, bound by tensor.py once the class exists (tensor.py imports this module).
+Tensor: Any = None
 
 
 def _tensor_class() -> Any:
-    """tensor.Tensor (imported on first use: tensor.py imports this module)."""
-    if not _TENSOR:
-        from .tensor import Tensor
-
-        _TENSOR.append(Tensor)
-    return _TENSOR[0]
+    """tensor.Tensor."""
+    return Tensor
 
 
 def _edge(t: Tensor | None) -> tuple[Node | None, int]:
     """The (node, output index) a gradient for `t` flows to."""
-    if t is None or not t._requires_grad:
-        return (None, 0)
+    if t is None or type(t) is not Tensor or not t._requires_grad:
+        return _NO_EDGE
     if t.grad_fn is not None:
         return (t.grad_fn, t._output_nr)
     return (t._accumulator(), 0)

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import dtypes, grad_mode
 from .config import check_numel
+from .config import config as _config
 from .dtypes import DType
 from .tensor import Tensor, _norm_dim
 
@@ -73,8 +74,15 @@ def _broadcast_check(a: np.ndarray, b: np.ndarray) -> None:
             )
 
 
-def _binary(a: Any, b: Any, check: bool = True) -> tuple[Tensor, Tensor, np.dtype]:
-    """Operands as tensors (numbers wrapped) and the promoted computation dtype."""
+def _binary(
+    a: Any, b: Any, check: bool = True, const: bool = False
+) -> tuple[Tensor, Any, np.dtype]:
+    """Operands as tensors (numbers wrapped) and the promoted computation dtype.
+
+    With `const`, a Python number `b` next to a float tensor `a` is returned as the
+    number itself (the caller's row takes it as a constant operand: no wrapped
+    tensor is built or saved); the dtype is then `a`'s, as a number of a category
+    not above the tensor's never promotes it."""
     if type(a) is Tensor:
         # fast paths: two tensors of one dtype; a float tensor and a Python number
         ad = a.data_
@@ -85,6 +93,9 @@ def _binary(a: Any, b: Any, check: bool = True) -> tuple[Tensor, Tensor, np.dtyp
                     _broadcast_check(ad, bd)
                 return a, b, ad.dtype
         elif (type(b) is float or type(b) is int) and ad.dtype.kind == "f":
+            # adcli.symbolic's recording reads constant operands as saved tensors
+            if const and not _config.record_inputs:
+                return a, b, ad.dtype
             return a, Tensor._make(np.asarray(b, ad.dtype)), ad.dtype
     if not isinstance(a, Tensor):
         _check_number(a, "input")
@@ -140,13 +151,13 @@ def check_nonempty(t: Tensor, name: str) -> None:
 
 def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     """a + alpha * b"""
-    ta, tb, dt = _binary(a, b)
+    ta, tb, dt = _binary(a, b, const=True)
     return F.Add.apply(ta, tb, dtype=dt, alpha=alpha)
 
 
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     """a - alpha * b"""
-    ta, tb, dt = _binary(a, b)
+    ta, tb, dt = _binary(a, b, const=True)
     if ta.data_.dtype == np.bool_ and tb.data_.dtype == np.bool_:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
@@ -165,7 +176,7 @@ def rsub(a: Tensor, other: Any) -> Tensor:
 
 def mul(a: Any, b: Any) -> Tensor:
     """a * b"""
-    ta, tb, dt = _binary(a, b)
+    ta, tb, dt = _binary(a, b, const=True)
     return F.Mul.apply(ta, tb, dtype=dt)
 
 
@@ -173,7 +184,7 @@ def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
     """a / b (true division: integers give floats)"""
     if rounding_mode == "floor":
         return floor_divide(a, b)
-    ta, tb, dt = _binary(a, b)
+    ta, tb, dt = _binary(a, b, const=True)
     if dt.kind in _INT_KINDS:
         dt = dtypes.DEFAULT_FLOAT.np
     out = F.Div.apply(ta, tb, dtype=dt)

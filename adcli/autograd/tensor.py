@@ -641,6 +641,10 @@ def _norm_dim(dim: int, ndim: int) -> int:
     return dim % n
 
 
+from . import node as _node  # noqa: E402
+
+_node.Tensor = Tensor  # Function.apply makes tensors (node.py cannot import this module)
+
 from . import ops  # noqa: E402  (ops needs Tensor defined first)
 
 # What scripts may assign on a tensor; what they may read (`__ad_attrs__`) is set by

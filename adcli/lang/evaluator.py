@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import builtins
 import difflib
+import functools
 import sys
 from collections.abc import Callable
 from itertools import islice
@@ -438,6 +439,238 @@ def _target_names(target: ast.Node) -> list[str]:
     return out
 
 
+# ------------------------------------------------------------ fused closures
+#
+# A scalar loop spends its time in closure calls (~25 per iteration of a
+# typical loop body). The commonest expression shapes are therefore compiled
+# into one closure each: a chain of binary operators (or one comparison, or
+# one subscript) whose operands are constants, names or other closures.
+# Constants and name loads are inlined (a failed load falls back to the
+# Name's own closure, which raises the same error as before); operators that
+# the sandbox never needs to check run inline, the others take an inline fast
+# path only for the types the check lets through anyway (a float product
+# cannot be a long sequence) and call the checked operator otherwise. Each
+# link keeps its own span, try block and value hook, so errors, labels and
+# hook calls are exactly those of the unfused closures. The source of each
+# shape is generated and `exec`uted once per process and cached.
+
+_BIN_INLINE = {
+    "+": "v + b if type(v) is float or type(v) is int else {op}(v, b)",
+    "-": "v - b",
+    "*": "v * b if type(v) is float or type(b) is float else {op}(v, b)",
+    "/": "v / b",
+    "//": "v // b",
+    "%": "v % b if type(v) is not str else {op}(v, b)",
+    "**": "v ** b if type(v) is float or type(b) is float else {op}(v, b)",
+    "@": "v @ b",
+    "&": "v & b",
+    "|": "v | b",
+    "^": "v ^ b",
+}
+# In-place forms: inline only where both sides are plain numbers (so `t += 1`
+# on a tensor still goes through the in-place operator, and errors keep the
+# in-place operator's message: "for +=").
+_NUMBERS = "(type(v) is float or type(v) is int) and (type(b) is float or type(b) is int)"
+_INPLACE_INLINE = {
+    "+": f"v + b if {_NUMBERS} else {{op}}(v, b)",
+    "-": f"v - b if {_NUMBERS} else {{op}}(v, b)",
+    "*": "v * b if type(v) is float and type(b) is float else {op}(v, b)",
+    "/": f"v / b if {_NUMBERS} else {{op}}(v, b)",
+}
+_COMPARE_INLINE = {
+    "<": "v < b",
+    "<=": "v <= b",
+    ">": "v > b",
+    ">=": "v >= b",
+    "==": "v == b",
+    "!=": "v != b",
+    "in": "v in b",
+    "not in": "v not in b",
+    "is": "v is b",
+    "is not": "v is not b",
+}
+_SUBSCRIPT_INLINE = "v[b]"
+
+# Longest operator chain fused into one closure (longer ones loop).
+_MAX_FUSED = 6
+
+_FUSED_CACHE: dict[tuple, Callable[..., Closure]] = {}
+
+
+def _load_lines(kind: str, i: int, var: str) -> list[str]:
+    """Source loading operand `i` into `var`: constant, local, global or closure."""
+    if kind == "c":
+        return [f"{var} = K{i}"]
+    if kind == "f":
+        return [f"{var} = F{i}(env)"]
+    scope = "env[0]" if kind == "l" else "g"
+    return ["try:", f"    {var} = {scope}[N{i}]", "except KeyError:", f"    {var} = F{i}(env)"]
+
+
+_TAIL_PARAMS = ["TSPAN", "NAME", "SPAN", "BODY", "ORELSE"]
+
+
+def _tail_lines(tail: str) -> list[str]:
+    """What a fused closure does with its result `v`.
+
+    "value": returns it; "test": returns its truth (errors at TSPAN, as
+    `_Compiler._test`); "if": runs BODY or ORELSE (None: nothing) on its truth,
+    as a one-branch `if` statement; "store_l"/"store_g": binds it to the local
+    or global NAME and calls on_assign with SPAN, as an assignment.
+    """
+    truth = [
+        "if v is not True and v is not False:",
+        "    try:",
+        "        v = bool(v)",
+        "    except SRE:",
+        "        raise",
+        "    except Exception as exc:",
+        "        raise _fail(it, exc, TSPAN, src, fname) from _cause(it, exc)",
+    ]
+    if tail == "value":
+        return ["return v"]
+    if tail == "test":
+        return truth + ["return v"]
+    if tail == "if":
+        return truth + [
+            "if v:",
+            "    return BODY(env)",
+            "if ORELSE is not None:",
+            "    return ORELSE(env)",
+            "return None",
+        ]
+    scope = "env[0]" if tail == "store_l" else "g"
+    return [
+        f"{scope}[NAME] = v",
+        "if type(v) in it._assign_watch:",
+        "    it.on_assign(NAME, v, SPAN)",
+    ]
+
+
+def _fused_factory(kinds: tuple[str, ...], exprs: tuple[str, ...], tail: str) -> Callable:
+    """The (cached) factory of a fused operator-chain closure of one shape.
+
+    kinds: one letter per operand ("c", "l", "g", "f"); exprs: one expression
+    per link in `v` (left) and `b` (right), "{op}" standing for the checked
+    operator; tail: "value" returns the result, "test" its truth, "store_l"/
+    "store_g" binds it to NAME (a local or global) as an assignment does.
+    """
+    key = (kinds, exprs, tail)
+    factory = _FUSED_CACHE.get(key)
+    if factory is not None:
+        return factory
+    body = _load_lines(kinds[0], 0, "v")
+    for j, expr in enumerate(exprs, 1):
+        body += _load_lines(kinds[j], j, "b")
+        body += [
+            "try:",
+            f"    v = {expr.format(op=f'OP{j}')}",
+            "    if type(v) in it._value_watch:",
+            f"        it.on_value(v, SP{j})",
+            "except SRE:",
+            "    raise",
+            "except Exception as exc:",
+            f"    raise _fail(it, exc, SP{j}, src, fname) from _cause(it, exc)",
+        ]
+    body += _tail_lines(tail)
+    params = []
+    for i in range(len(kinds)):
+        params += [f"K{i}", f"N{i}", f"F{i}"]
+    for j in range(1, len(kinds)):
+        params += [f"OP{j}", f"SP{j}"]
+    params += ["it", "src", "fname", "g", "_fail", "_cause", "SRE"] + _TAIL_PARAMS
+    text = (
+        f"def factory({', '.join(params)}):\n"
+        "    def fused(env):\n"
+        + "".join(f"        {line}\n" for line in body)
+        + "    return fused\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(compile(text, "<adcli fused closure>", "exec"), ns)  # noqa: S102 - our own text
+    factory = ns["factory"]
+    _FUSED_CACHE[key] = factory
+    return factory
+
+
+def _with_refuse(factory_of: Callable, kw: dict, tail: str, extra: dict) -> Closure:
+    """Build a fused closure; its `refuse(tail, **extra)` builds the same
+    computation with another tail (an `if` or an assignment around it)."""
+    fused = factory_of(tail)(**{**kw, **extra})
+
+    def refuse(tail: str, **extra: Any) -> Closure:
+        return _with_refuse(factory_of, kw, tail, extra)
+
+    fused.refuse = refuse
+    return fused
+
+
+def _fused_call_factory(kinds: tuple[str, ...], tail: str) -> Callable:
+    """The (cached) factory of a fused call ``f(a, b, ...)`` with positional args.
+
+    The callee and arguments load as in `_fused_factory`; a script function
+    taking exactly these positional arguments is entered inline (what
+    `_invoke` does, without its call), anything else as the `call` link does.
+    """
+    key = ("call", kinds, tail)
+    factory = _FUSED_CACHE.get(key)
+    if factory is not None:
+        return factory
+    n = len(kinds) - 1
+    body = _load_lines(kinds[0], 0, "f")
+    for i in range(1, n + 1):
+        body += _load_lines(kinds[i], i, f"a{i}")
+    args = ", ".join(f"a{i}" for i in range(1, n + 1))
+    tup = f"({args},)" if n == 1 else f"({args})"
+    loc = ", ".join(f"pn[{i - 1}]: a{i}" for i in range(1, n + 1))
+    body += [
+        "try:",
+        "    if type(f) is Function:",
+        "        code = f._code",
+        "        fi = f._interp",
+        f"        if code.simple and code.nargs == {n} and fi.depth < fi.max_depth:",
+        "            pn = code.posnames",
+        f"            loc = {{{loc}}}",
+        "            fi.depth += 1",
+        "            span_ = fi.current_span",
+        "            source_ = fi.current_source",
+        "            fi.current_source = f._source",
+        "            try:",
+        "                v = code.run((loc,) + f._env)",
+        "            finally:",
+        "                fi.depth -= 1",
+        "                fi.current_span = span_",
+        "                fi.current_source = source_",
+        "        else:",
+        f"            v = invoke(f, {tup}, {{}})",
+        "    else:",
+        f"        v = f({args})",
+        "    if type(v) in it._value_watch:",
+        "        it.on_value(v, CSPAN)",
+        "except SRE as err:",
+        "    through(err, CSPAN, src, fname)",
+        "    raise",
+        "except Exception as exc:",
+        "    raise _fail(it, exc, CSPAN, src, fname) from _cause(it, exc)",
+    ]
+    body += _tail_lines(tail)
+    params = []
+    for i in range(len(kinds)):
+        params += [f"K{i}", f"N{i}", f"F{i}"]
+    params += ["it", "src", "fname", "g", "_fail", "_cause", "SRE", "CSPAN"] + _TAIL_PARAMS
+    params += ["Function", "invoke", "through"]
+    text = (
+        f"def factory({', '.join(params)}):\n"
+        "    def fused(env):\n"
+        + "".join(f"        {line}\n" for line in body)
+        + "    return fused\n"
+    )
+    ns: dict[str, Any] = {}
+    exec(compile(text, "<adcli fused call>", "exec"), ns)  # noqa: S102 - our own text
+    factory = ns["factory"]
+    _FUSED_CACHE[key] = factory
+    return factory
+
+
 # --------------------------------------------------------------- compiler
 
 
@@ -649,6 +882,8 @@ class _Compiler:
 
     def _test(self, fn: Closure, span: Span, sc: _Scope) -> Callable[[Env], bool]:
         """A closure computing bool(fn(env)), errors placed at `span`."""
+        if getattr(fn, "test_span", None) == span:
+            return fn.refuse("test", TSPAN=span)  # a comparison computing its own truth
         it = self.it
         src = self.src
         fname = self._fname(sc)
@@ -682,6 +917,59 @@ class _Compiler:
                 raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         return truth
+
+    # ----------------------------------------------------- fused closures
+
+    def _operands(self, nodes: list, fns: list, sc: _Scope) -> tuple[tuple[str, ...], dict]:
+        """Operand kinds for `_fused_factory` and their K/N/F arguments."""
+        kinds = []
+        kw: dict[str, Any] = {}
+        for i, (node, fn) in enumerate(zip(nodes, fns, strict=True)):
+            kind = "f"
+            t = type(node)
+            if t is ast.Constant:
+                kind = "c"
+            elif t is ast.Name:
+                depth = sc.resolve(node.id)
+                kind = "l" if depth == 0 else "g" if depth < 0 else "f"
+            kinds.append(kind)
+            kw[f"K{i}"] = node.value if kind == "c" else None
+            kw[f"N{i}"] = node.id if kind in ("l", "g") else None
+            kw[f"F{i}"] = fn
+        return tuple(kinds), kw
+
+    def _fused_common(self, sc: _Scope) -> dict:
+        it = self.it
+        return dict(
+            it=it,
+            src=self.src,
+            fname=self._fname(sc),
+            g=it.globals,
+            _fail=_fail,
+            _cause=_cause,
+            SRE=ScriptRuntimeError,
+        )
+
+    def _fuse(
+        self,
+        nodes: list,
+        fns: list,
+        exprs: list[str],
+        ops: list,
+        spans: list[Span],
+        sc: _Scope,
+        tail: str = "value",
+        **extra: Any,
+    ) -> Closure:
+        """One closure for a chain of operators (see `_fused_factory`)."""
+        kinds, kw = self._operands(nodes, fns, sc)
+        for j, (op, span) in enumerate(zip(ops, spans, strict=True), 1):
+            kw[f"OP{j}"] = op
+            kw[f"SP{j}"] = span
+        kw.update(self._fused_common(sc))
+        kw.update(dict.fromkeys(_TAIL_PARAMS))
+        factory_of = functools.partial(_fused_factory, kinds, tuple(exprs))
+        return _with_refuse(factory_of, kw, tail, extra)
 
     # ======================================================= expressions
 
@@ -740,13 +1028,13 @@ class _Compiler:
         b = it.builtins
 
         def load_global(env: Env) -> Any:
-            v = g.get(name, _MISSING)
+            try:
+                return g[name]  # the common case: one lookup
+            except KeyError:
+                pass
+            v = b.get(name, _MISSING)
             if v is _MISSING:
-                v = b.get(name, _MISSING)
-                if v is _MISSING:
-                    raise _fail(
-                        it, NameError(it._name_error(name, env)), span, src, fname
-                    ) from None
+                raise _fail(it, NameError(it._name_error(name, env)), span, src, fname) from None
             return v
 
         return load_global
@@ -880,28 +1168,19 @@ class _Compiler:
         spine.reverse()
         base = c[0]
         ops = self.it.binary_ops
+        if len(spine) <= _MAX_FUSED:
+            return self._fuse(
+                [n] + [b.right for b in spine],  # type: ignore[attr-defined]
+                c,
+                [_BIN_INLINE[b.op] for b in spine],  # type: ignore[attr-defined]
+                [ops[b.op] for b in spine],  # type: ignore[attr-defined]
+                [b.span for b in spine],
+                sc,
+            )
         links = tuple(zip([ops[b.op] for b in spine], c[1:], [b.span for b in spine], strict=True))
         it = self.it
         src = self.src
         fname = self._fname(sc)
-        if len(links) == 1:
-            ((op, right, span),) = links
-
-            def binop(env: Env) -> Any:
-                a = base(env)
-                b = right(env)
-                try:
-                    v = op(a, b)
-                    if type(v) in it._value_watch:
-                        it.on_value(v, span)
-                    return v
-                except ScriptRuntimeError:
-                    raise
-                except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
-
-            return binop
-
         def binchain(env: Env) -> Any:
             v = base(env)
             for op, right, span in links:
@@ -998,21 +1277,17 @@ class _Compiler:
         truth = self._truth(sc)
         if len(links) == 1:
             ((op, right, span),) = links
-
-            def compare(env: Env) -> Any:
-                a = left(env)
-                b = right(env)
-                try:
-                    v = op(a, b)
-                    if type(v) in it._value_watch:
-                        it.on_value(v, span)
-                    return v
-                except ScriptRuntimeError:
-                    raise
-                except Exception as exc:
-                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
-
-            return compare
+            fuse = (
+                [node.left, node.comparators[0]],
+                c,
+                [_COMPARE_INLINE[node.ops[0]]],
+                [op],
+                [span],
+                sc,
+            )
+            fused = self._fuse(*fuse)
+            fused.test_span = node.span  # `_test` and `if` may refuse it with a truth tail
+            return fused
         last = len(links) - 1
 
         def compare_chain(env: Env) -> Any:
@@ -1115,6 +1390,10 @@ class _Compiler:
             n = n.func if type(n) is ast.Call else n.value  # type: ignore[attr-defined]
         chain.reverse()
         base = c[0]
+        if len(chain) == 1:
+            fused = self._fuse_link(n, chain[0], c, sc)
+            if fused is not None:
+                return fused
         pos = 1
         links = []
         for link in chain:
@@ -1146,6 +1425,28 @@ class _Compiler:
 
     make_e_Attribute = make_e_Call
     make_e_Subscript = make_e_Call
+
+    def _fuse_link(self, base: ast.Node, link: ast.Node, c: list, sc: _Scope) -> Closure | None:
+        """`x[i]` or `f(a, b)` (positional arguments only) as one closure, or None."""
+        if type(link) is ast.Subscript:
+            return self._fuse(
+                [base, link.index],  # type: ignore[attr-defined]
+                c,
+                [_SUBSCRIPT_INLINE],
+                [None],
+                [link.span],
+                sc,
+            )
+        if type(link) is ast.Call:
+            args = link.args  # type: ignore[attr-defined]
+            if len(args) > 3 or any(a.kind != "pos" for a in args):
+                return None
+            kinds, kw = self._operands([base] + [a.value for a in args], c, sc)
+            kw.update(self._fused_common(sc))
+            kw.update(dict.fromkeys(_TAIL_PARAMS))
+            kw.update(CSPAN=link.span, Function=Function, invoke=_invoke, through=_through_call)
+            return _with_refuse(functools.partial(_fused_call_factory, kinds), kw, "value", {})
+        return None
 
     def _call_link(
         self, node: ast.Call, fns: list[Closure], sc: _Scope
@@ -1672,6 +1973,34 @@ class _Compiler:
         stores = tuple(c[1:])
         # Report bindings with the whole statement's span (not the target's).
         if len(stores) == 1 and type(node.targets[0]) is ast.Name:
+            name = node.targets[0].id
+            depth = sc.resolve(name)
+            if depth <= 0 and hasattr(value, "refuse"):
+                # a fused value (operator chain, call...) binds the name itself
+                tail = "store_l" if depth == 0 else "store_g"
+                return value.refuse(tail, NAME=name, SPAN=node.span)
+            if depth <= 0:
+                # the store inline (one call less per assignment)
+                it = self.it
+                g = it.globals
+                span = node.span
+                if depth < 0:
+
+                    def assign_global(env: Env) -> None:
+                        v = value(env)
+                        g[name] = v
+                        if type(v) in it._assign_watch:
+                            it.on_assign(name, v, span)
+
+                    return assign_global
+
+                def assign_local(env: Env) -> None:
+                    v = value(env)
+                    env[0][name] = v
+                    if type(v) in it._assign_watch:
+                        it.on_assign(name, v, span)
+
+                return assign_local
             store = self._store_name(node.targets[0].id, sc, node.span)
 
             def assign_name(env: Env) -> None:
@@ -1715,6 +2044,19 @@ class _Compiler:
         value_fn = c[-1]
         if type(target) is ast.Name:
             load = self.make_e_Name(target, sc, [])
+            depth = sc.resolve(target.id)
+            if depth <= 0:
+                return self._fuse(
+                    [target, node.value],
+                    [load, value_fn],
+                    [_INPLACE_INLINE.get(node.op, "{op}(v, b)")],
+                    [op],
+                    [span],
+                    sc,
+                    tail="store_l" if depth == 0 else "store_g",
+                    NAME=target.id,
+                    SPAN=span,
+                )
             store = self._store_name(target.id, sc, span)
 
             def aug_name(env: Env) -> None:
@@ -1810,6 +2152,7 @@ class _Compiler:
         def return_(env: Env) -> _Return:
             return _Return(value(env))
 
+        return_.return_value = value  # type: ignore[attr-defined] # for make_s_FunctionDef
         return return_
 
     def kids_s_Raise(self, node: ast.Raise, sc: _Scope) -> list:
@@ -1922,6 +2265,13 @@ class _Compiler:
 
     def make_s_If(self, node: ast.If, sc: _Scope, c: list) -> Closure:
         c = list(c)
+        if len(node.tests) == 1 and getattr(c[0], "test_span", None) == node.tests[0].span:
+            # `if a < b:` with one branch: the comparison runs the branch itself
+            test = node.tests[0]
+            nb = len(node.bodies[0])
+            body = self._block(node.bodies[0], c[1 : 1 + nb], sc)
+            orelse = self._block(node.orelse, c[1 + nb :], sc) if node.orelse else None
+            return c[0].refuse("if", TSPAN=test.span, BODY=body, ORELSE=orelse)
         branches = []
         for test, body in zip(node.tests, node.bodies, strict=True):
             test_fn = self._test(c.pop(0), test.span, sc)
@@ -2008,6 +2358,45 @@ class _Compiler:
         header = self.stmt_span(node)
         iter_span = node.iter.span
         target_span = node.target.span
+        depth = sc.resolve(node.target.id) if type(node.target) is ast.Name else 1
+        if depth <= 0:
+            # `for name in ...`: bind the name inline (one call less per step)
+            name = node.target.id  # type: ignore[attr-defined]
+            g = it.globals
+
+            def for_name(env: Env) -> Any:
+                iterable = iter_fn(env)
+                scope = env[0] if depth == 0 else g
+                try:
+                    for item in iterable:
+                        it.steps += 1
+                        if it.steps > it._step_cap:
+                            it._over_budget(header, src, fname)
+                        it.current_span = header
+                        scope[name] = item
+                        if type(item) in it._assign_watch:
+                            try:
+                                it.on_assign(name, item, target_span)
+                            except ScriptRuntimeError:
+                                raise
+                            except Exception as exc:
+                                raise _fail(it, exc, target_span, src, fname) from _cause(it, exc)
+                        r = body(env)
+                        if r is not None:
+                            if r is CONTINUE:
+                                continue
+                            if r is BREAK:
+                                return None
+                            return r
+                except ScriptRuntimeError:
+                    raise
+                except Exception as exc:
+                    raise _fail(it, exc, iter_span, src, fname) from _cause(it, exc)
+                if orelse is not None:
+                    return orelse(env)
+                return None
+
+            return for_name
 
         def for_(env: Env) -> Any:
             iterable = iter_fn(env)
@@ -2201,12 +2590,37 @@ class _Compiler:
         inner = self.scopes[id(node)]
         ndefaults = sum(1 for p in node.params if p.default is not None)
         block = self._block(node.body, c[ndefaults:], inner)
+        only = node.body[0] if len(node.body) == 1 else None
 
         def run(env: Env) -> Any:
             r = block(env)
             if r is not None:
                 return r.value
             return None
+
+        if type(only) is ast.Return and only.value is not None:  # type: ignore[attr-defined]
+            # `def f(x): return expr`: what the block does for its one statement,
+            # then the value itself (no block, Return statement or _Return box)
+            value = c[-1].return_value  # type: ignore[attr-defined]
+            it = self.it
+            src = self.src
+            fname = self._fname(inner)
+            span = self.stmt_span(only)
+
+            def run(env: Env) -> Any:  # noqa: F811 - the specialised form
+                it.current_span = span
+                it.steps += 1
+                if it.steps > it._step_cap:
+                    it._over_budget(span, src, fname)
+                hook = it.on_statement
+                try:
+                    if hook is not None:
+                        hook(span)
+                    return value(env)
+                except ScriptRuntimeError:
+                    raise
+                except Exception as exc:
+                    raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
         make = self._function_maker(node, node.name, node.params, c[:ndefaults], run)
         store = self._store_name(node.name, sc, node.span)

@@ -27,12 +27,12 @@ from adcli.provenance import label_of
 Edge = tuple[int, int]
 
 
-def graph_nodes(roots: Iterable[Node | None]) -> list[Node]:
-    """Every node reachable from `roots` (iteratively)."""
+def graph_nodes(roots: Iterable[Node | None], limit: int | None = None) -> list[Node]:
+    """Every node reachable from `roots` (iteratively; stops after `limit` nodes)."""
     seen: set[int] = set()
     out: list[Node] = []
     stack = [n for n in roots if n is not None]
-    while stack:
+    while stack and (limit is None or len(out) < limit):
         n = stack.pop()
         if id(n) in seen:
             continue

@@ -49,8 +49,9 @@ class Pass:
     second: dict[tuple[int, int], dict[tuple[int, int], Tensor]] = field(default_factory=dict)
     converter: Any = None
     shared: dict[int, Any] = field(default_factory=dict)  # leaf symbols of the tracker
-    hooked: set[tuple[int, int]] = field(default_factory=set)  # edges a hook changed
+    hooked: bool = False  # a hook changed a gradient in this pass
     second_grad: dict[tuple[int, int], Tensor] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)  # the graph the pass went through
 
     def conv(self) -> Any:
         if self.converter is None:
@@ -123,13 +124,14 @@ class Tracker:
     def on_event(self, event: BackwardEvent) -> Pass | None:
         """Run the symbolic pass for a backward()/grad() call and note its gradients."""
         self.last = None
-        nodes = {id(e.node): e.node for e in event.entries}
+        # the graph itself, not the event's trace (a quiet run does not record one)
+        nodes = _graph(event, PASS_LIMIT + 1)
         if len(nodes) > PASS_LIMIT:
-            self._error(f"a backward pass went through {len(nodes)} nodes (limit {PASS_LIMIT})")
+            self._error(f"a backward pass went through more than {PASS_LIMIT} nodes")
             self._forget(event)
             return None
         try:
-            sp = self._pass(event, list(nodes.values()))
+            sp = self._pass(event, nodes)
         except Exception as exc:  # a graph the pass cannot go through: no formulas
             self._error(_first_sentence(str(exc)))
             self._forget(event)
@@ -143,21 +145,20 @@ class Tracker:
 
     def _forget(self, event: BackwardEvent) -> None:
         """Gradients this event changed can no longer be explained by a formula."""
-        for e in event.entries:
-            if isinstance(e.node, AccumulateGrad) and e.node.variable is not None:
-                self._records.pop(id(e.node.variable), None)
+        for n in _graph(event, PASS_LIMIT + 1):
+            if isinstance(n, AccumulateGrad) and n.variable is not None:
+                self._records.pop(id(n.variable), None)
 
     def _pass(self, event: BackwardEvent, nodes: list[Node]) -> Pass:
         roots = list(event.roots)
         root_grads = list(event.root_grads)
         targets: list[tuple[Node, int]] = []
         seen: set[tuple[int, int]] = set()
-        for e in event.entries:
-            for i, g in enumerate(e.grads):
-                key = (id(e.node), i)
-                if g is not None and key not in seen:
-                    seen.add(key)
-                    targets.append((e.node, i))
+        for n in nodes:
+            outs = n.outputs
+            for i in range(len(outs) if isinstance(outs, tuple) else 1):
+                seen.add((id(n), i))
+                targets.append((n, i))
         for t in event.inputs or ():
             node, nr = gradients.edge_of(t)
             if (id(node), nr) not in seen:
@@ -179,7 +180,8 @@ class Tracker:
             leaf_values=gradients.leaf_snapshot(nodes),
             keep=[gleaves, accs, roots, targets],
             shared=self._shared,
-            hooked={(id(e.node), 0) for e in event.entries if e.hook_changed},
+            hooked=_hooked(event, nodes),
+            nodes=nodes,
         )
         with gradients.quiet_graph(root_nodes):
             sp.captured = gradients.run_backward(roots, gleaves, targets)
@@ -231,14 +233,14 @@ class Tracker:
             return inputs is None or any(x is t for x in inputs)
 
         owners: list[tuple[Tensor, tuple[int, int]]] = []
-        for e in event.entries:
-            node = e.node
+        for node in sp.nodes:
             if isinstance(node, AccumulateGrad):
                 var = node.variable
                 if var is not None and wanted(var):
                     owners.append((var, (id(node), 0)))
                 continue
-            for i in range(len(e.grads)):
+            outs = node.outputs
+            for i in range(len(outs) if isinstance(outs, tuple) else 1):
                 t = node.output_tensor(i)
                 if t is None or t.grad_fn is not node:
                     continue
@@ -270,7 +272,7 @@ class Tracker:
         from .local import local_rule
 
         report.symbolic = True
-        n = len({id(e.node) for e in event.entries})
+        n = len(_graph(event, PASS_LIMIT + 1))
         if n > NODE_LIMIT or self.last is None or self.last[0] is not event:
             why = (
                 f"the graph has {n} nodes (the limit is {NODE_LIMIT})"
@@ -537,11 +539,26 @@ def _root_name(event: BackwardEvent) -> str:
 def _differentiated(event: BackwardEvent) -> list[Tensor]:
     if event.inputs is not None:
         return list(event.inputs)
-    out = []
-    for e in event.entries:
-        if isinstance(e.node, AccumulateGrad) and e.node.variable is not None:
-            out.append(e.node.variable)
-    return out
+    nodes = [e.node for e in event.entries] or _graph(event, PASS_LIMIT + 1)
+    return [n.variable for n in nodes if isinstance(n, AccumulateGrad) and n.variable is not None]
+
+
+def _graph(event: BackwardEvent, limit: int) -> list[Node]:
+    """The nodes of the graph behind the event's roots (at most `limit`)."""
+    roots = [gradients.edge_of(r)[0] for r in event.roots]
+    return gradients.graph_nodes(roots, limit)
+
+
+def _hooked(event: BackwardEvent, nodes: list[Node]) -> bool:
+    """Whether a hook changed a gradient in this pass (or may have: no trace was kept)."""
+    if event.entries:
+        return any(e.hook_changed for e in event.entries)
+    for n in nodes:
+        if getattr(n, "pre_hooks", None):
+            return True
+        if isinstance(n, AccumulateGrad) and n.variable is not None and n.variable._hooks:
+            return True
+    return False
 
 
 def _key(edge: tuple[Any, int]) -> tuple[int, int]:
