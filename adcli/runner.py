@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import io
+import os
 import sys
 import traceback
 from typing import IO, Any
@@ -26,6 +27,42 @@ class _Streams:
         self.err = err
 
 
+class _OutputClosed(BaseException):
+    """The reader of our output went away (`adcli run x.ad | head`). A BaseException
+    so that no script `try`/`except Exception` and no error wrapping catches it."""
+
+
+class _PipeGuard:
+    """A text stream whose BrokenPipeError ends the run quietly, as Python tools do."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def write(self, s: str) -> int:
+        try:
+            return self._stream.write(s)
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding ... for rich
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's own final flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def _read(path: str) -> tuple[str, str]:
     """The script text and the name messages use for it."""
     if path == "-":
@@ -42,7 +79,12 @@ def run_path(path: str, options: RunOptions) -> int:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         sys.stderr.write(f"adcli: error: cannot read '{path}': {reason}\n")
         return 2
-    return run_text(text, options.display_name or name, options, _Streams(sys.stdout, sys.stderr))
+    streams = _Streams(_PipeGuard(sys.stdout), _PipeGuard(sys.stderr))  # type: ignore[arg-type]
+    try:
+        return run_text(text, options.display_name or name, options, streams)
+    except _OutputClosed:
+        _silence_stdout()
+        return SCRIPT_ERROR
 
 
 def capture(path: str, options: RunOptions) -> tuple[str, int]:

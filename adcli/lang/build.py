@@ -17,7 +17,6 @@ import re
 import unicodedata
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from lark import Token, Tree
@@ -428,7 +427,7 @@ class Builder:
             elif p.kind == "kwarg":
                 kwarg = True
             elif star is not None:
-                p = replace(p, kind="kwonly")
+                p = ast.replace(p, kind="kwonly")
             elif p.default is not None:
                 seen_default = True
             elif seen_default:
@@ -524,7 +523,7 @@ class Builder:
                 seen_kw = True
             else:
                 seen_dstar = True
-        args = [replace(a, kind="pos") if a.kind == "genexp" else a for a in args]
+        args = [ast.replace(a, kind="pos") if a.kind == "genexp" else a for a in args]
         return ast.Call(func, tuple(args), span)
 
     def r_arguments(self, meta: Any, c: list) -> list:
@@ -588,7 +587,7 @@ class Builder:
         lpar = c[0]
         if self.line_base and lpar.line == 1 and lpar.column == 1:
             return c[1]  # the parentheses parse_expression wrapped around an f-string field
-        return replace(c[1], span=self.cspan(c))
+        return ast.replace(c[1], span=self.cspan(c))
 
     def r_list(self, meta: Any, c: list) -> ast.ListExpr:
         return ast.ListExpr(tuple(c[1:-1]), self.cspan(c))
