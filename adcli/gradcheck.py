@@ -341,8 +341,8 @@ def recording() -> Iterator[None]:
             for t, (nxt, _) in zip(inputs, node.next_functions, strict=True):
                 if t is None or (nxt is not None and not isinstance(nxt, AccumulateGrad)):
                     args.append(None)
-                else:
-                    args.append(_wide(t.data_))
+                else:  # a tensor, or a Python number the op takes as a constant operand
+                    args.append(_wide(t.data_ if isinstance(t, Tensor) else np.asarray(t)))
             node.__dict__[_REC] = _Rec(tuple(args), {k: _wide_param(v) for k, v in params.items()})
         return out
 

@@ -317,54 +317,90 @@ def _run(
             if deps[node] == 0:
                 heapq.heappush(heap, (-node.seq, tie, node))
                 tie += 1
-        entries = event.entries if record_trace else _Discard()
+        trace = record_trace  # TraceEntry records only when someone reads them
+        entries = event.entries
+        entry = None
+        filtering = captured is not None or target_nodes is not None
         freed = Freed(event.pass_id)
-        while heap:
-            node = heapq.heappop(heap)[2]
+        # The one node made ready by the last step while the heap was empty (a chain's
+        # usual case): it runs next without a heap push and pop.
+        single: Node | None = None
+        heappush, heappop = heapq.heappush, heapq.heappop
+        while True:
+            if single is not None:
+                node, single = single, None
+            elif heap:
+                node = heappop(heap)[2]
+            else:
+                break
             grads = buffers.pop(node, None) or [None] * _n_outputs(node)
             if needed is not None and node not in needed:
                 continue
-            grads, changed = _pre_hooks(node, grads)
-            _retain(node, grads, create_graph)
-            if isinstance(node, AccumulateGrad):
-                entries.append(TraceEntry(node, tuple(grads), changed))
+            is_acc = type(node) is AccumulateGrad
+            if is_acc or node.pre_hooks:
+                grads, changed = _pre_hooks(node, grads)
+            else:
+                changed = False
+            if node.retained:
+                _retain(node, grads, create_graph)
+            if is_acc:
+                if trace:
+                    entries.append(TraceEntry(node, tuple(grads), changed))
                 if captured is not None:
                     if grads[0] is not None:
                         captured[(id(node), 0)] = grads[0]
                 elif target_nodes is None or node in target_nodes:
                     _accumulate_grad(node, grads[0], create_graph)
                 continue
-            if captured is not None or target_nodes is not None:
+            if filtering:
                 for i, g in enumerate(grads):
                     if (id(node), i) in target_edges and g is not None:
                         if captured is not None:
                             captured[(id(node), i)] = g
                         else:
                             _accumulate_nonleaf_input(node, i, g, create_graph)
-            entry = TraceEntry(node, tuple(grads), changed)
-            entries.append(entry)
+            if trace:
+                entry = TraceEntry(node, tuple(grads), changed)
+                entries.append(entry)
             if target_nodes is not None and not any(
                 nxt is not None and nxt in needed for nxt, _ in node.next_functions
             ):
                 continue
             outs = _apply(node, grads)
             if not retain_graph and isinstance(node, Function):
-                entry.released = bool(node.saved)
+                if trace:
+                    entry.released = bool(node.saved)
                 node.release(freed)
             for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta, strict=False):
                 if nxt is None or g is None:
                     continue
                 if needed is not None and nxt not in needed:
                     continue
-                g = _fit(g, meta)
+                gd = g.data_
+                # reduce/cast only when the shape or dtype differs from the input's
+                if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
+                    g = _fit(g, meta)
                 buf = buffers.get(nxt)
                 if buf is None:
-                    buf = buffers[nxt] = [None] * _n_outputs(nxt)
-                _accumulate(buf, nr, g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(heap, (-nxt.seq, tie, nxt))
-                    tie += 1
+                    if type(nxt.outputs) is tuple:
+                        buf = buffers[nxt] = [None] * len(nxt.outputs)
+                        buf[nr] = g
+                    else:
+                        buffers[nxt] = [g]
+                else:
+                    _accumulate(buf, nr, g)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    if single is None and not heap:
+                        single = nxt
+                    else:
+                        if single is not None:  # keep the order the heap alone would give
+                            heappush(heap, (-single.seq, tie, single))
+                            tie += 1
+                            single = None
+                        heappush(heap, (-nxt.seq, tie, nxt))
+                        tie += 1
             # Nodes skipped because grads never arrived still have to be released.
         if not retain_graph:
             for node in deps:
@@ -374,13 +410,6 @@ def _run(
         grad_mode.state.enabled = prev_mode
     if event.kind == "backward":
         _notify(event)
-
-
-class _Discard(list):
-    """Stands for the trace when nobody reads it: appends are dropped."""
-
-    def append(self, item: Any) -> None:
-        pass
 
 
 def _n_outputs(node: Node) -> int:
