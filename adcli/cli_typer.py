@@ -492,4 +492,3 @@ def check_command(
             raise
         _internal_error(exc)
     raise typer.Exit(code)
-

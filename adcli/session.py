@@ -210,9 +210,7 @@ class Session:
         if node is None or node._label is not None:
             return
         old = t._label
-        label = Label(
-            old.name if old is not None else None, self._text(src, span), span.line
-        )
+        label = Label(old.name if old is not None else None, self._text(src, span), span.line)
         t._label = None
         self._attach(t, label)
 

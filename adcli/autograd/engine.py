@@ -237,27 +237,26 @@ def _collect(root_nodes: list[Node]) -> dict[Node, int]:
     return deps
 
 
-def _needed(deps: dict[Node, int], root_nodes: list[Node], target_nodes: set[Node]) -> set[Node]:
-    """Nodes from which some target can be reached (the only ones worth running)."""
-    # Topological order (roots first) by Kahn's algorithm, then one reverse sweep.
-    remaining = dict(deps)
-    order: list[Node] = []
-    ready = [n for n in dict.fromkeys(root_nodes) if remaining[n] == 0]
-    while ready:
-        node = ready.pop()
-        order.append(node)
+def _needed(deps: dict[Node, int], target_nodes: set[Node]) -> tuple[set[Node], set[Node]]:
+    """Nodes from which some target can be reached (the only ones worth running), and
+    the subset of them with a needed next node (the ones worth calling backward on).
+
+    A node's next nodes were all made before it (smaller `seq`), except AccumulateGrad
+    (largest `seq`, no next nodes, needed only as a target): so one sweep in creation
+    order decides each node after all of its next nodes, with no topological sort."""
+    needed = {n for n in target_nodes if n in deps}
+    through: set[Node] = set()
+    for node in sorted(deps, key=_seq):
         for nxt, _ in node.next_functions:
-            if nxt is not None:
-                remaining[nxt] -= 1
-                if remaining[nxt] == 0:
-                    ready.append(nxt)
-    needed: set[Node] = set()
-    for node in reversed(order):
-        if node in target_nodes or any(
-            nxt is not None and nxt in needed for nxt, _ in node.next_functions
-        ):
-            needed.add(node)
-    return needed
+            if nxt is not None and nxt in needed:
+                needed.add(node)
+                through.add(node)
+                break
+    return needed, through
+
+
+def _seq(node: Node) -> int:
+    return node.seq
 
 
 def _call_hook(fn: Callable[..., Any], g: Tensor) -> Tensor:
@@ -299,7 +298,9 @@ def _run(
     root_nodes = [n for n, _ in edges]
     deps = _collect(root_nodes)
     target_nodes = {n for n, _ in targets} if targets is not None else None
-    needed = _needed(deps, root_nodes, target_nodes) if target_nodes is not None else None
+    needed = through = None
+    if target_nodes is not None:
+        needed, through = _needed(deps, target_nodes)
     target_edges = {(id(n), nr) for n, nr in targets} if targets is not None else set()
 
     buffers: dict[Node, list[Tensor | None]] = {}
@@ -320,7 +321,6 @@ def _run(
         trace = record_trace  # TraceEntry records only when someone reads them
         entries = event.entries
         entry = None
-        filtering = captured is not None or target_nodes is not None
         freed = Freed(event.pass_id)
         # The one node made ready by the last step while the heap was empty (a chain's
         # usual case): it runs next without a heap push and pop.
@@ -352,7 +352,7 @@ def _run(
                 elif target_nodes is None or node in target_nodes:
                     _accumulate_grad(node, grads[0], create_graph)
                 continue
-            if filtering:
+            if target_nodes is not None and node in target_nodes:
                 for i, g in enumerate(grads):
                     if (id(node), i) in target_edges and g is not None:
                         if captured is not None:
@@ -362,11 +362,14 @@ def _run(
             if trace:
                 entry = TraceEntry(node, tuple(grads), changed)
                 entries.append(entry)
-            if target_nodes is not None and not any(
-                nxt is not None and nxt in needed for nxt, _ in node.next_functions
-            ):
-                continue
-            outs = _apply(node, grads)
+            if through is not None and node not in through:
+                continue  # a target with nothing needed beyond it
+            if node.multi_output or node.pre_hooks or anomaly_check is not None:
+                outs = _apply(node, grads)
+            else:  # _apply's common case, inline (one call less per node)
+                outs = node.backward(node, grads[0])
+                if len(outs) != len(node.next_functions):
+                    _apply_count_error(node, outs)
             if not retain_graph and isinstance(node, Function):
                 if trace:
                     entry.released = bool(node.saved)
@@ -492,16 +495,20 @@ def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
     else:
         outs = node.backward(node, grads[0])
     if len(outs) != len(node.next_functions):
-        raise RuntimeError(
-            f"function {node.name()} returned an incorrect number of gradients (expected "
-            f"{len(node.next_functions)}, got {len(outs)})"
-        )
+        _apply_count_error(node, outs)
     if anomaly_check is not None:  # see the note at `anomaly_check` above
         anomaly_check(node, outs)
     for hook in node.pre_hooks or ():
         if hook[0] == "post":
             hook[1](tuple(outs), tuple(grads))
     return outs
+
+
+def _apply_count_error(node: Node, outs: Sequence[Tensor | None]) -> None:
+    raise RuntimeError(
+        f"function {node.name()} returned an incorrect number of gradients (expected "
+        f"{len(node.next_functions)}, got {len(outs)})"
+    )
 
 
 def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool) -> None:

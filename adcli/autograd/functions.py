@@ -1744,8 +1744,9 @@ class LogSoftmax(Function):
         x = ops.float_data(a)
         if not x.size:
             return x.copy()
-        m = np.max(x, axis=dim, keepdims=True)
-        return (x - m - np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True))).astype(x.dtype)
+        # array methods, not np.max/np.sum: those add a Python-level wrapper per call
+        m = x.max(axis=dim, keepdims=True)
+        return (x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))).astype(x.dtype)
 
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
@@ -1930,6 +1931,20 @@ class BceBackward(Function):
         return gg_g, gg_p, gg_t
 
 
+def _nll_weights(weight: Tensor | None, valid: np.ndarray, safe: np.ndarray, dt: Any) -> Any:
+    """Each target's class weight (0 where the target is ignored)."""
+    if weight is None:  # all classes weigh 1: the weights are the valid mask
+        return valid.astype(dt)
+    return np.where(valid, weight.data_[safe], 0).astype(dt)
+
+
+def _pick(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """x[n, idx[n], ...] along dim 1 (nll_loss's picked log-probabilities)."""
+    if x.ndim == 2:  # (batch, classes): plain fancy indexing is much cheaper
+        return x[np.arange(x.shape[0]), idx]
+    return np.take_along_axis(x, np.expand_dims(idx, 1), 1).squeeze(1)
+
+
 class NllLoss(Function):
     """-logp[target] averaged (weighted) over the batch"""
 
@@ -1945,12 +1960,11 @@ class NllLoss(Function):
         n_cls = xx.shape[1]
         valid = tt != ignore_index
         safe = np.where(valid, tt, 0)
-        if np.any((safe < 0) | (safe >= n_cls)):
+        if ((safe < 0) | (safe >= n_cls)).any():
             bad = int(safe[(safe < 0) | (safe >= n_cls)].flat[0])
             raise IndexError(f"Target {bad} is out of bounds.")
-        w = weight.data_ if weight is not None else np.ones(n_cls, x.dtype)
-        wt = np.where(valid, w[safe], 0).astype(x.dtype)
-        picked = np.take_along_axis(xx, np.expand_dims(safe, 1), 1).squeeze(1)
+        wt = _nll_weights(weight, valid, safe, x.dtype)
+        picked = _pick(xx, safe)
         losses = -picked * wt
         ctx.params = (weight, target, reduction, ignore_index)
         ctx.save(logp)
@@ -1984,15 +1998,19 @@ class NllLossBackward(Function):
         tt = target.astype(np.int64) if batched else target.astype(np.int64)[None]
         valid = tt != ignore_index
         safe = np.where(valid, tt, 0)
-        n_cls = x.shape[1] if batched else x.shape[0]
-        w = weight.data_ if weight is not None else np.ones(n_cls, x.dtype)
-        wt = np.where(valid, w[safe], 0).astype(x.dtype)
+        wt = _nll_weights(weight, valid, safe, x.dtype)
         coeff = -wt
         if reduction == "mean":
             coeff = coeff / wt.sum(dtype=x.dtype)
-        gd = g.data_.reshape(-1) if reduction == "none" else np.broadcast_to(g.data_, wt.shape)
+        # (reshaped to the targets' shape: K-dim losses with reduction="none" too)
+        gd = (
+            g.data_.reshape(wt.shape) if reduction == "none" else np.broadcast_to(g.data_, wt.shape)
+        )
         out = np.zeros(x.shape if batched else (1,) + x.shape, x.dtype)
-        np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(gd * coeff, 1), 1)
+        if out.ndim == 2:  # (batch, classes): plain fancy indexing, one entry per row
+            out[np.arange(out.shape[0]), safe] = gd * coeff
+        else:
+            np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(gd * coeff, 1), 1)
         return out if batched else out[0]
 
     def backward(ctx, gg):

@@ -237,6 +237,8 @@ class Function(Node):
         """Save input tensors for backward (None for ones not needed).  A Python-number
         operand (a constant edge, see `apply`) is kept as the number itself: it still
         counts as saved, so a second backward through a freed graph raises as in PyTorch."""
+        if True not in self.needs_input_grad:
+            return  # not recorded (grad mode off, or no input needs grad): nothing to keep
         # a list comprehension, not a generator: this runs once per recorded op
         self.saved = tuple([SavedTensor(t) if type(t) is Tensor else t for t in tensors])
 
@@ -279,8 +281,8 @@ class Function(Node):
             record = True in needs
         if not record:
             # shared all-False tuple: nothing is recorded, forward saves nothing
-            ctx.needs_input_grad = _NO_NEEDS[len(inputs)] if len(inputs) < 8 else (
-                (False,) * len(inputs)
+            ctx.needs_input_grad = (
+                _NO_NEEDS[len(inputs)] if len(inputs) < 8 else ((False,) * len(inputs))
             )
             data = cls.forward(ctx, *inputs, **params)
             if not cls.multi_output:

@@ -217,7 +217,10 @@ def pow(a: Any, exponent: Any) -> Tensor:
         ta, tb, dt = _binary(a, exponent)
         return F.PowTensor.apply(ta, tb, dtype=dt)
     _check_number(exponent, "exponent")
-    dt = dtypes.result_type(a, exponent).np
+    if (type(exponent) is int or type(exponent) is float) and a.data_.dtype.kind == "f":
+        dt = a.data_.dtype  # fast path: a number never promotes a float tensor
+    else:
+        dt = dtypes.result_type(a, exponent).np
     if dt.kind in _INT_KINDS and isinstance(exponent, int) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return F.Pow.apply(a, exponent=exponent, dtype=dt)

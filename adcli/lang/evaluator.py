@@ -18,6 +18,11 @@ Design:
   `max_depth` script calls.
 - Statements return None, BREAK, CONTINUE or a `_Return`; no exceptions are
   used for control flow.
+- Hot shapes (operator chains, comparisons, subscripts, positional calls,
+  assignments and one-branch ifs around them, `return expr` bodies) become
+  generated straight-line closures (see "fused closures"), and value hooks
+  are only called for the host's `value_types`: a scalar loop makes a few
+  calls per iteration instead of ~25.
 - A Python exception raised by host code becomes a ScriptRuntimeError at the
   innermost expression that raised it (zero-cost `try` blocks in 3.11), with
   the Python class name as `kind`; it then travels up as is, collecting one
@@ -27,8 +32,6 @@ Design:
 from __future__ import annotations
 
 import builtins
-import difflib
-import functools
 import sys
 from collections.abc import Callable
 from itertools import islice
@@ -443,71 +446,192 @@ def _target_names(target: ast.Node) -> list[str]:
 #
 # A scalar loop spends its time in closure calls (~25 per iteration of a
 # typical loop body). The commonest expression shapes are therefore compiled
-# into one closure each: a chain of binary operators (or one comparison, or
-# one subscript) whose operands are constants, names or other closures.
-# Constants and name loads are inlined (a failed load falls back to the
-# Name's own closure, which raises the same error as before); operators that
-# the sandbox never needs to check run inline, the others take an inline fast
-# path only for the types the check lets through anyway (a float product
-# cannot be a long sequence) and call the checked operator otherwise. Each
-# link keeps its own span, try block and value hook, so errors, labels and
-# hook calls are exactly those of the unfused closures. The source of each
-# shape is generated and `exec`uted once per process and cached.
+# into straight-line Python source, one closure per expression tree: chains of
+# binary operators, single comparisons, single subscripts and calls with
+# positional arguments, whose operands are constants, names, other such
+# expressions (inlined, up to _MAX_FUSED operations) or any other closure.
+#
+# The generated code does what the separate closures did, in the same order:
+# a name load that fails falls back to the Name's own closure (which raises
+# the same error as before); each operation keeps its own span, try block and
+# value hook, so errors, tracebacks, labels and hook calls are unchanged.
+# Operators the sandbox never checks run inline; checked ones take an inline
+# fast path only for types the check lets through anyway (a float product
+# cannot be a long sequence) and call the checked operator otherwise. A call
+# of a script function taking exactly its positional arguments enters it
+# inline (what `_invoke` does). The source of each shape is compiled once per
+# process and cached by its text.
 
 _BIN_INLINE = {
-    "+": "v + b if type(v) is float or type(v) is int else {op}(v, b)",
-    "-": "v - b",
-    "*": "v * b if type(v) is float or type(b) is float else {op}(v, b)",
-    "/": "v / b",
-    "//": "v // b",
-    "%": "v % b if type(v) is not str else {op}(v, b)",
-    "**": "v ** b if type(v) is float or type(b) is float else {op}(v, b)",
-    "@": "v @ b",
-    "&": "v & b",
-    "|": "v | b",
-    "^": "v ^ b",
+    "+": "{v} + {b} if type({v}) is float or type({v}) is int else {op}({v}, {b})",
+    "-": "{v} - {b}",
+    "*": "{v} * {b} if type({v}) is float or type({b}) is float else {op}({v}, {b})",
+    "/": "{v} / {b}",
+    "//": "{v} // {b}",
+    "%": "{v} % {b} if type({v}) is not str else {op}({v}, {b})",
+    "**": "{v} ** {b} if type({v}) is float or type({b}) is float else {op}({v}, {b})",
+    "@": "{v} @ {b}",
+    "&": "{v} & {b}",
+    "|": "{v} | {b}",
+    "^": "{v} ^ {b}",
 }
 # In-place forms: inline only where both sides are plain numbers (so `t += 1`
 # on a tensor still goes through the in-place operator, and errors keep the
 # in-place operator's message: "for +=").
-_NUMBERS = "(type(v) is float or type(v) is int) and (type(b) is float or type(b) is int)"
+_NUMBERS = "(type({v}) is float or type({v}) is int) and (type({b}) is float or type({b}) is int)"
 _INPLACE_INLINE = {
-    "+": f"v + b if {_NUMBERS} else {{op}}(v, b)",
-    "-": f"v - b if {_NUMBERS} else {{op}}(v, b)",
-    "*": "v * b if type(v) is float and type(b) is float else {op}(v, b)",
-    "/": f"v / b if {_NUMBERS} else {{op}}(v, b)",
+    "+": f"{{v}} + {{b}} if {_NUMBERS} else {{op}}({{v}}, {{b}})",
+    "-": f"{{v}} - {{b}} if {_NUMBERS} else {{op}}({{v}}, {{b}})",
+    "*": "{v} * {b} if type({v}) is float and type({b}) is float else {op}({v}, {b})",
+    "/": f"{{v}} / {{b}} if {_NUMBERS} else {{op}}({{v}}, {{b}})",
 }
+_CALL_OP = "{op}({v}, {b})"
 _COMPARE_INLINE = {
-    "<": "v < b",
-    "<=": "v <= b",
-    ">": "v > b",
-    ">=": "v >= b",
-    "==": "v == b",
-    "!=": "v != b",
-    "in": "v in b",
-    "not in": "v not in b",
-    "is": "v is b",
-    "is not": "v is not b",
+    "<": "{v} < {b}",
+    "<=": "{v} <= {b}",
+    ">": "{v} > {b}",
+    ">=": "{v} >= {b}",
+    "==": "{v} == {b}",
+    "!=": "{v} != {b}",
+    "in": "{v} in {b}",
+    "not in": "{v} not in {b}",
+    "is": "{v} is {b}",
+    "is not": "{v} is not {b}",
 }
-_SUBSCRIPT_INLINE = "v[b]"
+_SUBSCRIPT_INLINE = "{v}[{b}]"
 
-# Longest operator chain fused into one closure (longer ones loop).
-_MAX_FUSED = 6
+# Most operations inlined into one generated closure (the rest are calls).
+_MAX_FUSED = 12
 
-_FUSED_CACHE: dict[tuple, Callable[..., Closure]] = {}
+# Names every generated closure may use (bound by the factory).
+_COMMON = ("it", "src", "fname", "g", "_fail", "_cause", "SRE", "Function", "invoke", "through")
+_TAIL_PARAMS = ("TSPAN", "NAME", "SPAN", "BODY", "ORELSE")
 
-
-def _load_lines(kind: str, i: int, var: str) -> list[str]:
-    """Source loading operand `i` into `var`: constant, local, global or closure."""
-    if kind == "c":
-        return [f"{var} = K{i}"]
-    if kind == "f":
-        return [f"{var} = F{i}(env)"]
-    scope = "env[0]" if kind == "l" else "g"
-    return ["try:", f"    {var} = {scope}[N{i}]", "except KeyError:", f"    {var} = F{i}(env)"]
+_FUSED_CACHE: dict[str, Callable[..., Closure]] = {}
+_MAX_CACHED = 4096
 
 
-_TAIL_PARAMS = ["TSPAN", "NAME", "SPAN", "BODY", "ORELSE"]
+class _Emitter:
+    """Collects the lines and the bound values of one generated closure."""
+
+    __slots__ = ("lines", "params", "temps", "ops")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.params: dict[str, Any] = {}
+        self.temps = 0
+        self.ops = 0
+
+    def bind(self, value: Any) -> str:
+        """A parameter name holding `value` in the generated code."""
+        name = f"p{len(self.params)}"
+        self.params[name] = value
+        return name
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"t{self.temps}"
+
+    def operand(self, node: ast.Node, fn: Closure, sc: _Scope, var: str) -> None:
+        """Lines leaving the value of `node` (compiled to `fn`) in `var`."""
+        t = type(node)
+        if t is ast.Constant:
+            self.lines.append(f"{var} = {self.bind(node.value)}")  # type: ignore[attr-defined]
+            return
+        if t is ast.Name:
+            depth = sc.resolve(node.id)  # type: ignore[attr-defined]
+            if depth <= 0:
+                scope = "env[0]" if depth == 0 else "g"
+                self.lines += [
+                    "try:",
+                    f"    {var} = {scope}[{self.bind(node.id)}]",  # type: ignore[attr-defined]
+                    "except KeyError:",
+                    f"    {var} = {self.bind(fn)}(env)",  # raises the right error
+                ]
+                return
+        emit = getattr(fn, "emit", None)
+        if emit is not None and self.ops < _MAX_FUSED:
+            self.ops += 1  # counted before recursing: bounds size and recursion
+            emit(self, var)
+            return
+        self.lines.append(f"{var} = {self.bind(fn)}(env)")
+
+    def guarded(self, code: list[str], span: Span, var: str, call: bool = False) -> None:
+        """`code` (setting `var`) then the value hook, errors placed at `span`."""
+        sp = self.bind(span)
+        self.lines.append("try:")
+        self.lines += ["    " + line for line in code]
+        self.lines += [
+            f"    if type({var}) in it._value_watch:",
+            f"        it._value_hook({var}, {sp})",
+        ]
+        if call:
+            self.lines += ["except SRE as err:", f"    through(err, {sp}, src, fname)", "    raise"]
+        else:
+            self.lines += ["except SRE:", "    raise"]
+        self.lines += [
+            "except Exception as exc:",
+            f"    raise _fail(it, exc, {sp}, src, fname) from _cause(it, exc)",
+        ]
+
+
+def _chain_emitter(
+    nodes: list, fns: list, exprs: list[str], ops: list, spans: list[Span], sc: _Scope
+) -> Callable[[_Emitter, str], None]:
+    """Emits `nodes[0] op1 nodes[1] op2 ...` (left to right) into a variable."""
+
+    def emit(em: _Emitter, var: str) -> None:
+        em.operand(nodes[0], fns[0], sc, var)
+        for node, fn, expr, op, span in zip(nodes[1:], fns[1:], exprs, ops, spans, strict=True):
+            b = em.temp()
+            em.operand(node, fn, sc, b)
+            code = expr.format(v=var, b=b, op=em.bind(op) if "{op}" in expr else "")
+            em.guarded([f"{var} = {code}"], span, var)
+
+    return emit
+
+
+def _call_emitter(
+    base: ast.Node, args: list, fns: list, span: Span, sc: _Scope
+) -> Callable[[_Emitter, str], None]:
+    """Emits ``f(a, b, ...)`` (positional arguments) into a variable."""
+    n = len(args)
+
+    def emit(em: _Emitter, var: str) -> None:
+        f = em.temp()
+        em.operand(base, fns[0], sc, f)
+        names = []
+        for node, fn in zip(args, fns[1:], strict=True):
+            a = em.temp()
+            em.operand(node, fn, sc, a)
+            names.append(a)
+        joined = ", ".join(names)
+        tup = f"({joined},)" if n == 1 else f"({joined})"
+        loc = ", ".join(f"pn[{i}]: {a}" for i, a in enumerate(names))
+        code = [
+            f"if type({f}) is Function:",
+            f"    code = {f}._code",
+            f"    fi = {f}._interp",
+            f"    if code.simple and code.nargs == {n} and fi.depth < fi.max_depth:",
+            "        pn = code.posnames",
+            "        fi.depth += 1",
+            "        span_ = fi.current_span",
+            "        source_ = fi.current_source",
+            f"        fi.current_source = {f}._source",
+            "        try:",
+            f"            {var} = code.run(({{{loc}}},) + {f}._env)",
+            "        finally:",
+            "            fi.depth -= 1",
+            "            fi.current_span = span_",
+            "            fi.current_source = source_",
+            "    else:",
+            f"        {var} = invoke({f}, {tup}, {{}})",
+            "else:",
+            f"    {var} = {f}({joined})",
+        ]
+        em.guarded(code, span, var, call=True)
+
+    return emit
 
 
 def _tail_lines(tail: str) -> list[str]:
@@ -543,132 +667,62 @@ def _tail_lines(tail: str) -> list[str]:
     return [
         f"{scope}[NAME] = v",
         "if type(v) in it._assign_watch:",
-        "    it.on_assign(NAME, v, SPAN)",
+        "    it._assign_hook(NAME, v, SPAN)",
     ]
 
 
-def _fused_factory(kinds: tuple[str, ...], exprs: tuple[str, ...], tail: str) -> Callable:
-    """The (cached) factory of a fused operator-chain closure of one shape.
-
-    kinds: one letter per operand ("c", "l", "g", "f"); exprs: one expression
-    per link in `v` (left) and `b` (right), "{op}" standing for the checked
-    operator; tail: "value" returns the result, "test" its truth, "store_l"/
-    "store_g" binds it to NAME (a local or global) as an assignment does.
-    """
-    key = (kinds, exprs, tail)
-    factory = _FUSED_CACHE.get(key)
-    if factory is not None:
-        return factory
-    body = _load_lines(kinds[0], 0, "v")
-    for j, expr in enumerate(exprs, 1):
-        body += _load_lines(kinds[j], j, "b")
-        body += [
+def _build_fused(
+    emit: Callable[[_Emitter, str], None], common: dict, tail: str, extra: dict
+) -> Closure:
+    """The closure running `emit`'s code then `tail`; it carries `emit` (so an
+    enclosing expression can inline it) and `refuse(tail, **extra)` (the same
+    computation with another tail: an `if` or an assignment around it)."""
+    em = _Emitter()
+    emit(em, "v")
+    if tail == "return_stmt":
+        # `return expr` as a function's whole body: the statement's bookkeeping
+        # (as `_Compiler._block` does it), then the value (see make_s_FunctionDef)
+        lines = [
+            "it.current_span = SPAN",
+            "it.steps += 1",
+            "if it.steps > it._step_cap:",
+            "    it._over_budget(SPAN, src, fname)",
+            "hook = it.on_statement",
             "try:",
-            f"    v = {expr.format(op=f'OP{j}')}",
-            "    if type(v) in it._value_watch:",
-            f"        it.on_value(v, SP{j})",
+            "    if hook is not None:",
+            "        hook(SPAN)",
+            *["    " + line for line in em.lines],
             "except SRE:",
             "    raise",
             "except Exception as exc:",
-            f"    raise _fail(it, exc, SP{j}, src, fname) from _cause(it, exc)",
+            "    raise _fail(it, exc, SPAN, src, fname) from _cause(it, exc)",
+            "return v",
         ]
-    body += _tail_lines(tail)
-    params = []
-    for i in range(len(kinds)):
-        params += [f"K{i}", f"N{i}", f"F{i}"]
-    for j in range(1, len(kinds)):
-        params += [f"OP{j}", f"SP{j}"]
-    params += ["it", "src", "fname", "g", "_fail", "_cause", "SRE"] + _TAIL_PARAMS
+    else:
+        lines = em.lines + _tail_lines(tail)
+    params = list(em.params) + list(_COMMON) + list(_TAIL_PARAMS)
     text = (
         f"def factory({', '.join(params)}):\n"
         "    def fused(env):\n"
-        + "".join(f"        {line}\n" for line in body)
+        + "".join(f"        {line}\n" for line in lines)
         + "    return fused\n"
     )
-    ns: dict[str, Any] = {}
-    exec(compile(text, "<adcli fused closure>", "exec"), ns)  # noqa: S102 - our own text
-    factory = ns["factory"]
-    _FUSED_CACHE[key] = factory
-    return factory
-
-
-def _with_refuse(factory_of: Callable, kw: dict, tail: str, extra: dict) -> Closure:
-    """Build a fused closure; its `refuse(tail, **extra)` builds the same
-    computation with another tail (an `if` or an assignment around it)."""
-    fused = factory_of(tail)(**{**kw, **extra})
+    factory = _FUSED_CACHE.get(text)
+    if factory is None:
+        if len(_FUSED_CACHE) >= _MAX_CACHED:  # a long REPL session: start afresh
+            _FUSED_CACHE.clear()
+        ns: dict[str, Any] = {}
+        exec(compile(text, "<adcli fused closure>", "exec"), ns)  # noqa: S102 - our own text
+        factory = _FUSED_CACHE[text] = ns["factory"]
+    values = {**em.params, **common, **dict.fromkeys(_TAIL_PARAMS), **extra}
+    fused = factory(**values)
 
     def refuse(tail: str, **extra: Any) -> Closure:
-        return _with_refuse(factory_of, kw, tail, extra)
+        return _build_fused(emit, common, tail, extra)
 
+    fused.emit = emit
     fused.refuse = refuse
     return fused
-
-
-def _fused_call_factory(kinds: tuple[str, ...], tail: str) -> Callable:
-    """The (cached) factory of a fused call ``f(a, b, ...)`` with positional args.
-
-    The callee and arguments load as in `_fused_factory`; a script function
-    taking exactly these positional arguments is entered inline (what
-    `_invoke` does, without its call), anything else as the `call` link does.
-    """
-    key = ("call", kinds, tail)
-    factory = _FUSED_CACHE.get(key)
-    if factory is not None:
-        return factory
-    n = len(kinds) - 1
-    body = _load_lines(kinds[0], 0, "f")
-    for i in range(1, n + 1):
-        body += _load_lines(kinds[i], i, f"a{i}")
-    args = ", ".join(f"a{i}" for i in range(1, n + 1))
-    tup = f"({args},)" if n == 1 else f"({args})"
-    loc = ", ".join(f"pn[{i - 1}]: a{i}" for i in range(1, n + 1))
-    body += [
-        "try:",
-        "    if type(f) is Function:",
-        "        code = f._code",
-        "        fi = f._interp",
-        f"        if code.simple and code.nargs == {n} and fi.depth < fi.max_depth:",
-        "            pn = code.posnames",
-        f"            loc = {{{loc}}}",
-        "            fi.depth += 1",
-        "            span_ = fi.current_span",
-        "            source_ = fi.current_source",
-        "            fi.current_source = f._source",
-        "            try:",
-        "                v = code.run((loc,) + f._env)",
-        "            finally:",
-        "                fi.depth -= 1",
-        "                fi.current_span = span_",
-        "                fi.current_source = source_",
-        "        else:",
-        f"            v = invoke(f, {tup}, {{}})",
-        "    else:",
-        f"        v = f({args})",
-        "    if type(v) in it._value_watch:",
-        "        it.on_value(v, CSPAN)",
-        "except SRE as err:",
-        "    through(err, CSPAN, src, fname)",
-        "    raise",
-        "except Exception as exc:",
-        "    raise _fail(it, exc, CSPAN, src, fname) from _cause(it, exc)",
-    ]
-    body += _tail_lines(tail)
-    params = []
-    for i in range(len(kinds)):
-        params += [f"K{i}", f"N{i}", f"F{i}"]
-    params += ["it", "src", "fname", "g", "_fail", "_cause", "SRE", "CSPAN"] + _TAIL_PARAMS
-    params += ["Function", "invoke", "through"]
-    text = (
-        f"def factory({', '.join(params)}):\n"
-        "    def fused(env):\n"
-        + "".join(f"        {line}\n" for line in body)
-        + "    return fused\n"
-    )
-    ns: dict[str, Any] = {}
-    exec(compile(text, "<adcli fused call>", "exec"), ns)  # noqa: S102 - our own text
-    factory = ns["factory"]
-    _FUSED_CACHE[key] = factory
-    return factory
 
 
 # --------------------------------------------------------------- compiler
@@ -875,6 +929,7 @@ class _Compiler:
                     return r
             return None
 
+        block.items = items  # type: ignore[attr-defined] # a loop may run them inline
         return block
 
     def _fname(self, sc: _Scope) -> str:
@@ -920,24 +975,6 @@ class _Compiler:
 
     # ----------------------------------------------------- fused closures
 
-    def _operands(self, nodes: list, fns: list, sc: _Scope) -> tuple[tuple[str, ...], dict]:
-        """Operand kinds for `_fused_factory` and their K/N/F arguments."""
-        kinds = []
-        kw: dict[str, Any] = {}
-        for i, (node, fn) in enumerate(zip(nodes, fns, strict=True)):
-            kind = "f"
-            t = type(node)
-            if t is ast.Constant:
-                kind = "c"
-            elif t is ast.Name:
-                depth = sc.resolve(node.id)
-                kind = "l" if depth == 0 else "g" if depth < 0 else "f"
-            kinds.append(kind)
-            kw[f"K{i}"] = node.value if kind == "c" else None
-            kw[f"N{i}"] = node.id if kind in ("l", "g") else None
-            kw[f"F{i}"] = fn
-        return tuple(kinds), kw
-
     def _fused_common(self, sc: _Scope) -> dict:
         it = self.it
         return dict(
@@ -948,6 +985,9 @@ class _Compiler:
             _fail=_fail,
             _cause=_cause,
             SRE=ScriptRuntimeError,
+            Function=Function,
+            invoke=_invoke,
+            through=_through_call,
         )
 
     def _fuse(
@@ -961,15 +1001,9 @@ class _Compiler:
         tail: str = "value",
         **extra: Any,
     ) -> Closure:
-        """One closure for a chain of operators (see `_fused_factory`)."""
-        kinds, kw = self._operands(nodes, fns, sc)
-        for j, (op, span) in enumerate(zip(ops, spans, strict=True), 1):
-            kw[f"OP{j}"] = op
-            kw[f"SP{j}"] = span
-        kw.update(self._fused_common(sc))
-        kw.update(dict.fromkeys(_TAIL_PARAMS))
-        factory_of = functools.partial(_fused_factory, kinds, tuple(exprs))
-        return _with_refuse(factory_of, kw, tail, extra)
+        """One closure for a chain of operators (see `_chain_emitter`)."""
+        emit = _chain_emitter(nodes, fns, exprs, ops, spans, sc)
+        return _build_fused(emit, self._fused_common(sc), tail, extra)
 
     # ======================================================= expressions
 
@@ -1181,6 +1215,7 @@ class _Compiler:
         it = self.it
         src = self.src
         fname = self._fname(sc)
+
         def binchain(env: Env) -> Any:
             v = base(env)
             for op, right, span in links:
@@ -1188,7 +1223,7 @@ class _Compiler:
                 try:
                     v = op(v, b)
                     if type(v) in it._value_watch:
-                        it.on_value(v, span)
+                        it._value_hook(v, span)
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
@@ -1220,7 +1255,7 @@ class _Compiler:
             try:
                 v = op(a)
                 if type(v) in it._value_watch:
-                    it.on_value(v, span)
+                    it._value_hook(v, span)
                 return v
             except ScriptRuntimeError:
                 raise
@@ -1277,15 +1312,8 @@ class _Compiler:
         truth = self._truth(sc)
         if len(links) == 1:
             ((op, right, span),) = links
-            fuse = (
-                [node.left, node.comparators[0]],
-                c,
-                [_COMPARE_INLINE[node.ops[0]]],
-                [op],
-                [span],
-                sc,
-            )
-            fused = self._fuse(*fuse)
+            operands = [node.left, node.comparators[0]]
+            fused = self._fuse(operands, c, [_COMPARE_INLINE[node.ops[0]]], [op], [span], sc)
             fused.test_span = node.span  # `_test` and `if` may refuse it with a truth tail
             return fused
         last = len(links) - 1
@@ -1298,7 +1326,7 @@ class _Compiler:
                 try:
                     v = op(a, b)
                     if type(v) in it._value_watch:
-                        it.on_value(v, span)
+                        it._value_hook(v, span)
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
@@ -1427,7 +1455,7 @@ class _Compiler:
     make_e_Subscript = make_e_Call
 
     def _fuse_link(self, base: ast.Node, link: ast.Node, c: list, sc: _Scope) -> Closure | None:
-        """`x[i]` or `f(a, b)` (positional arguments only) as one closure, or None."""
+        """`x[i]` or `f(a, b, ...)` (positional arguments only) as one closure, or None."""
         if type(link) is ast.Subscript:
             return self._fuse(
                 [base, link.index],  # type: ignore[attr-defined]
@@ -1439,13 +1467,10 @@ class _Compiler:
             )
         if type(link) is ast.Call:
             args = link.args  # type: ignore[attr-defined]
-            if len(args) > 3 or any(a.kind != "pos" for a in args):
+            if len(args) > 4 or any(a.kind != "pos" for a in args):
                 return None
-            kinds, kw = self._operands([base] + [a.value for a in args], c, sc)
-            kw.update(self._fused_common(sc))
-            kw.update(dict.fromkeys(_TAIL_PARAMS))
-            kw.update(CSPAN=link.span, Function=Function, invoke=_invoke, through=_through_call)
-            return _with_refuse(functools.partial(_fused_call_factory, kinds), kw, "value", {})
+            emit = _call_emitter(base, [a.value for a in args], c, link.span, sc)
+            return _build_fused(emit, self._fused_common(sc), "value", {})
         return None
 
     def _call_link(
@@ -1471,7 +1496,7 @@ class _Compiler:
                         else:
                             v = f(a)
                         if type(v) in it._value_watch:
-                            it.on_value(v, span)
+                            it._value_hook(v, span)
                         return v
                     except ScriptRuntimeError as err:
                         _through_call(err, span, src, fname)
@@ -1489,7 +1514,7 @@ class _Compiler:
                     else:
                         v = f(*args)
                     if type(v) in it._value_watch:
-                        it.on_value(v, span)
+                        it._value_hook(v, span)
                     return v
                 except ScriptRuntimeError as err:
                     _through_call(err, span, src, fname)
@@ -1527,7 +1552,7 @@ class _Compiler:
                 else:
                     v = f(*args, **kwargs)
                 if type(v) in it._value_watch:
-                    it.on_value(v, span)
+                    it._value_hook(v, span)
                 return v
             except ScriptRuntimeError as err:
                 _through_call(err, span, src, fname)
@@ -1574,7 +1599,7 @@ class _Compiler:
             try:
                 v = obj[i]
                 if type(v) in it._value_watch:
-                    it.on_value(v, span)
+                    it._value_hook(v, span)
                 return v
             except ScriptRuntimeError:
                 raise
@@ -1774,7 +1799,7 @@ class _Compiler:
             def store_env(env: Env, value: Any) -> None:
                 env[depth][name] = value
                 if type(value) in it._assign_watch:
-                    it.on_assign(name, value, span)
+                    it._assign_hook(name, value, span)
 
             return store_env
         g = it.globals
@@ -1782,7 +1807,7 @@ class _Compiler:
         def store_global(env: Env, value: Any) -> None:
             g[name] = value
             if type(value) in it._assign_watch:
-                it.on_assign(name, value, span)
+                it._assign_hook(name, value, span)
 
         return store_global
 
@@ -1990,7 +2015,7 @@ class _Compiler:
                         v = value(env)
                         g[name] = v
                         if type(v) in it._assign_watch:
-                            it.on_assign(name, v, span)
+                            it._assign_hook(name, v, span)
 
                     return assign_global
 
@@ -1998,7 +2023,7 @@ class _Compiler:
                     v = value(env)
                     env[0][name] = v
                     if type(v) in it._assign_watch:
-                        it.on_assign(name, v, span)
+                        it._assign_hook(name, v, span)
 
                 return assign_local
             store = self._store_name(node.targets[0].id, sc, node.span)
@@ -2049,7 +2074,7 @@ class _Compiler:
                 return self._fuse(
                     [target, node.value],
                     [load, value_fn],
-                    [_INPLACE_INLINE.get(node.op, "{op}(v, b)")],
+                    [_INPLACE_INLINE.get(node.op, _CALL_OP)],
                     [op],
                     [span],
                     sc,
@@ -2065,7 +2090,7 @@ class _Compiler:
                 try:
                     v = op(a, b)
                     if type(v) in it._value_watch:
-                        it.on_value(v, span)
+                        it._value_hook(v, span)
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
@@ -2107,7 +2132,7 @@ class _Compiler:
             try:
                 v = op(a, b)
                 if type(v) in it._value_watch:
-                    it.on_value(v, span)
+                    it._value_hook(v, span)
                 obj[i] = v
             except ScriptRuntimeError:
                 raise
@@ -2363,6 +2388,7 @@ class _Compiler:
             # `for name in ...`: bind the name inline (one call less per step)
             name = node.target.id  # type: ignore[attr-defined]
             g = it.globals
+            items = body.items  # type: ignore[attr-defined]
 
             def for_name(env: Env) -> Any:
                 iterable = iter_fn(env)
@@ -2376,18 +2402,35 @@ class _Compiler:
                         scope[name] = item
                         if type(item) in it._assign_watch:
                             try:
-                                it.on_assign(name, item, target_span)
+                                it._assign_hook(name, item, target_span)
                             except ScriptRuntimeError:
                                 raise
                             except Exception as exc:
                                 raise _fail(it, exc, target_span, src, fname) from _cause(it, exc)
-                        r = body(env)
-                        if r is not None:
-                            if r is CONTINUE:
-                                continue
-                            if r is BREAK:
-                                return None
-                            return r
+                        # the body's statements, as `block` runs them (one call less)
+                        for fn, span in items:
+                            it.current_span = span
+                            it.steps += 1
+                            if it.steps > it._step_cap:
+                                it._over_budget(span, src, fname)
+                            hook = it.on_statement
+                            try:
+                                if hook is not None:
+                                    hook(span)
+                                r = fn(env)
+                            except ScriptRuntimeError:
+                                raise
+                            except Exception as exc:
+                                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
+                            if r is not None:
+                                break
+                        else:
+                            continue
+                        if r is CONTINUE:
+                            continue
+                        if r is BREAK:
+                            return None
+                        return r
                 except ScriptRuntimeError:
                     raise
                 except Exception as exc:
@@ -2592,12 +2635,13 @@ class _Compiler:
         block = self._block(node.body, c[ndefaults:], inner)
         only = node.body[0] if len(node.body) == 1 else None
 
-        def run(env: Env) -> Any:
+        def run_block(env: Env) -> Any:
             r = block(env)
             if r is not None:
                 return r.value
             return None
 
+        run = run_block
         if type(only) is ast.Return and only.value is not None:  # type: ignore[attr-defined]
             # `def f(x): return expr`: what the block does for its one statement,
             # then the value itself (no block, Return statement or _Return box)
@@ -2606,8 +2650,12 @@ class _Compiler:
             src = self.src
             fname = self._fname(inner)
             span = self.stmt_span(only)
+            if hasattr(value, "refuse"):  # a fused expression: all in one closure
+                return self._function_def(
+                    node, sc, c[:ndefaults], value.refuse("return_stmt", SPAN=span)
+                )
 
-            def run(env: Env) -> Any:  # noqa: F811 - the specialised form
+            def run_return(env: Env) -> Any:
                 it.current_span = span
                 it.steps += 1
                 if it.steps > it._step_cap:
@@ -2622,7 +2670,13 @@ class _Compiler:
                 except Exception as exc:
                     raise _fail(it, exc, span, src, fname) from _cause(it, exc)
 
-        make = self._function_maker(node, node.name, node.params, c[:ndefaults], run)
+            run = run_return
+        return self._function_def(node, sc, c[:ndefaults], run)
+
+    def _function_def(
+        self, node: ast.FunctionDef, sc: _Scope, default_fns: list, run: Callable[[Env], Any]
+    ) -> Closure:
+        make = self._function_maker(node, node.name, node.params, default_fns, run)
         store = self._store_name(node.name, sc, node.span)
 
         def def_(env: Env) -> None:
@@ -2801,20 +2855,20 @@ class Interpreter:
 
     @property
     def on_value(self) -> Callable[[object, Span], None] | None:
-        return self._on_value
+        return self._value_hook
 
     @on_value.setter
     def on_value(self, hook: Callable[[object, Span], None] | None) -> None:
-        self._on_value = hook
+        self._value_hook = hook  # closures call it directly (no property on the hot path)
         self._value_watch = self._watch(hook)
 
     @property
     def on_assign(self) -> Callable[[str, object, Span], None] | None:
-        return self._on_assign
+        return self._assign_hook
 
     @on_assign.setter
     def on_assign(self, hook: Callable[[str, object, Span], None] | None) -> None:
-        self._on_assign = hook
+        self._assign_hook = hook
         self._assign_watch = self._watch(hook)
 
     def _watch(self, hook: object) -> Any:
@@ -2933,6 +2987,8 @@ class Interpreter:
         candidates = set(self.globals) | set(self.builtins)
         for scope in env:
             candidates |= set(scope)
+        import difflib  # only for this message: not a start-up import
+
         close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
         if close:
             message += f". Did you mean: '{close[0]}'?"
