@@ -180,7 +180,7 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
             + traceback.format_exc().strip().splitlines()[-1]
             + " (run with --debug for the traceback)\n"
         )
-        session.close()
+        session.dispose()
         return SCRIPT_ERROR
     finally:
         gc.set_threshold(*gc_thresholds)
@@ -190,6 +190,22 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
         if tracker is not None:
             tracker.close()
     session.close()
+    try:
+        return _finish(session, error, options, streams, stdout_parts, events)
+    finally:
+        session.dispose()
+
+
+def _finish(
+    session: Any,
+    error: AdError | None,
+    options: RunOptions,
+    streams: _Streams,
+    stdout_parts: list[str],
+    events: list[dict[str, Any]],
+) -> int:
+    """Write the JSON object or the diagnostic; the exit status."""
+    json_mode = options.json
     if json_mode:
         from .render.jsonout import dumps, value_to_json
 

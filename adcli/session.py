@@ -131,6 +131,13 @@ class Session:
         if engine_config.config.warn == self._warn:
             engine_config.config.warn = engine_config._default_warn
 
+    def dispose(self) -> None:
+        """End the session: drop the script's names now. The evaluator and this
+        session refer to each other (builtins, hooks), so without this a finished
+        run's tensors and graphs would wait for the cyclic collector."""
+        self.close()
+        self.interp.globals.clear()
+
     def variables(self) -> dict[str, Any]:
         """The script's own global names (not the builtins it started with)."""
         return {k: v for k, v in self.interp.globals.items() if not k.startswith("__")}
