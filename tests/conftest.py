@@ -6,7 +6,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from typer.testing import CliRunner, Result
+
+# Property tests explore the same cases on every run (CI included), so a failure
+# is reproducible and no run goes red by chance; tests may still raise max_examples.
+settings.register_profile("adcli", derandomize=True, database=None, deadline=None)
+settings.load_profile("adcli")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

