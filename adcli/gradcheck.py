@@ -1026,35 +1026,8 @@ def _analytic_hessians(targets: list[_Target]) -> list[list[np.ndarray]]:
 
 
 def _silence_hooks(graphs: list[Tensor]) -> Callable[[], None]:
-    """Switch off hooks and retain_grad on the gradient graphs while the checker
-    differentiates them (the script must not see it); returns the undo function."""
-    saved: list[tuple[Any, str, Any]] = []
-    seen: set[int] = set()
-    stack: list[Node | None] = [g.grad_fn for g in graphs]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        for attr in ("pre_hooks", "retained"):
-            val = getattr(node, attr)
-            if val:
-                saved.append((node, attr, val))
-                setattr(node, attr, None)
-        if isinstance(node, AccumulateGrad):
-            var = node.variable
-            if var is not None and var._hooks:
-                saved.append((var, "_hooks", var._hooks))
-                var._hooks = None
-        for nxt, _ in node.next_functions:
-            if nxt is not None and id(nxt) not in seen:
-                stack.append(nxt)
-
-    def restore() -> None:
-        for obj, attr, val in saved:
-            setattr(obj, attr, val)
-
-    return restore
+    """Hooks and retain_grad off on the gradient graphs while they are differentiated."""
+    return engine.silence_hooks([g.grad_fn for g in graphs])
 
 
 # ====================================================================== the command
@@ -1062,15 +1035,12 @@ def _silence_hooks(graphs: list[Tensor]) -> Callable[[], None]:
 
 def check_path(path: str, opts: CheckOptions) -> int:
     """`adcli check FILE` (`-` reads stdin): print the checks, return the exit status."""
+    from .runner import ScriptUnreadable, read_script
+
     try:
-        if path == "-":
-            text, name = sys.stdin.read(), "<stdin>"
-        else:
-            with open(path, encoding="utf-8") as f:
-                text, name = f.read(), path
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        sys.stderr.write(f"adcli: error: cannot read '{path}': {reason}\n")
+        text, name = read_script(path)
+    except ScriptUnreadable as e:
+        sys.stderr.write(f"adcli: error: {e}\n")
         return 2
     return check_text(text, opts.display_name or name, opts, sys.stdout, sys.stderr)
 

@@ -69,15 +69,12 @@ def graph_path(path: str, opts: GraphOptions) -> int:
     except UsageError as e:
         sys.stderr.write(f"adcli: error: {e}\n")
         return 2
+    from .runner import ScriptUnreadable, read_script
+
     try:
-        if path == "-":
-            text, name = sys.stdin.read(), "<stdin>"
-        else:
-            with open(path, encoding="utf-8") as f:
-                text, name = f.read(), path
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        sys.stderr.write(f"adcli: error: cannot read '{path}': {reason}\n")
+        text, name = read_script(path)
+    except ScriptUnreadable as e:
+        sys.stderr.write(f"adcli: error: {e}\n")
         return 2
     return graph_text(text, opts.display_name or name, opts, sys.stdout, sys.stderr, fmt=fmt)
 

@@ -63,21 +63,28 @@ def _silence_stdout() -> None:
         pass
 
 
-def _read(path: str) -> tuple[str, str]:
-    """The script text and the name messages use for it."""
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    with open(path, encoding="utf-8") as f:
-        return f.read(), path
+class ScriptUnreadable(Exception):
+    """A script file (or stdin) that cannot be read as UTF-8 text; the message says why."""
+
+
+def read_script(path: str) -> tuple[str, str]:
+    """The script text at `path` (`-` for stdin) and the name messages use for it."""
+    try:
+        if path == "-":
+            return sys.stdin.read(), "<stdin>"
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise ScriptUnreadable(f"cannot read '{path}': {reason}") from None
 
 
 def run_path(path: str, options: RunOptions) -> int:
     """Run the script at `path` (`-` for stdin); returns the exit status."""
     try:
-        text, name = _read(path)
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        sys.stderr.write(f"adcli: error: cannot read '{path}': {reason}\n")
+        text, name = read_script(path)
+    except ScriptUnreadable as e:
+        sys.stderr.write(f"adcli: error: {e}\n")
         return 2
     streams = _Streams(_PipeGuard(sys.stdout), _PipeGuard(sys.stderr))  # type: ignore[arg-type]
     try:

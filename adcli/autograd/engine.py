@@ -543,3 +543,36 @@ def _accumulate_nonleaf_input(node: Node, nr: int, g: Tensor, create_graph: bool
         t._grad = g if create_graph else Tensor._make(g.data_.copy())
     else:
         t._grad = t._grad + g if create_graph else Tensor._make(t._grad.data_ + g.data_)
+
+
+def silence_hooks(roots: Sequence[Node | None]) -> Callable[[], None]:
+    """Switch off tensor hooks and retain_grad on every node reachable from `roots`,
+    for a tool that differentiates a graph behind the script's back (a report's
+    second derivatives, adcli check); returns the function that puts them back."""
+    saved: list[tuple[Any, str, Any]] = []
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for attr in ("pre_hooks", "retained"):
+            val = getattr(node, attr)
+            if val:
+                saved.append((node, attr, val))
+                setattr(node, attr, None)
+        if isinstance(node, AccumulateGrad):
+            var = node.variable
+            if var is not None and var._hooks:
+                saved.append((var, "_hooks", var._hooks))
+                var._hooks = None
+        for nxt, _ in node.next_functions:
+            if nxt is not None and id(nxt) not in seen:
+                stack.append(nxt)
+
+    def restore() -> None:
+        for obj, attr, val in saved:
+            setattr(obj, attr, val)
+
+    return restore

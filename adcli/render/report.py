@@ -803,32 +803,5 @@ def _blocks(
 
 
 def _silence_hooks(graphs: list[Tensor]) -> Callable[[], None]:
-    """Turn off hooks and retain_grad on the gradient graphs while they are differentiated
-    (the report must not change what the script sees); returns the undo function."""
-    saved: list[tuple[Any, str, Any]] = []
-    seen: set[int] = set()
-    stack = [g.grad_fn for g in graphs]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        for attr in ("pre_hooks", "retained"):
-            val = getattr(node, attr)
-            if val:
-                saved.append((node, attr, val))
-                setattr(node, attr, None)
-        if isinstance(node, AccumulateGrad):
-            var = node.variable
-            if var is not None and var._hooks:
-                saved.append((var, "_hooks", var._hooks))
-                var._hooks = None
-        for nxt, _ in node.next_functions:
-            if nxt is not None and id(nxt) not in seen:
-                stack.append(nxt)
-
-    def restore() -> None:
-        for obj, attr, val in saved:
-            setattr(obj, attr, val)
-
-    return restore
+    """Hooks and retain_grad off on the gradient graphs while they are differentiated."""
+    return engine.silence_hooks([g.grad_fn for g in graphs])
