@@ -1095,3 +1095,24 @@ def test_host_reads_function_name() -> None:
     assert interp.globals["bad"].__name__ == "bad"  # type: ignore[attr-defined]
     assert interp.globals["anon"].__name__ == "<lambda>"  # type: ignore[attr-defined]
     assert type(interp.globals["bad"]).__name__ == "function"
+
+
+def test_decorators_apply_bottom_up_like_python() -> None:
+    code = (
+        "log = []\n"
+        "def tag(name):\n"
+        "    log.append('made ' + name)\n"
+        "    def deco(f):\n"
+        "        log.append('applied ' + name)\n"
+        "        return lambda x: name + '(' + f(x) + ')'\n"
+        "    return deco\n"
+        "@tag('outer')\n"
+        "@tag('inner')\n"
+        "def f(x):\n"
+        "    return x\n"
+        "print(f('a'), log)\n"
+        "@undefined_decorator\n"
+        "def g():\n"
+        "    pass\n"
+    )
+    assert run_ad(code)[0] == run_py(code)

@@ -178,18 +178,22 @@ STATEMENTS = [
     ),
     ("pass", "(Pass(),)"),
     ("while x:\n    break\n    continue", "(While(Name('x'), (Break(), Continue()), ()),)"),
-    ("def f():\n    return", "(FunctionDef('f', (), (Return(None),)),)"),
+    ("def f():\n    return", "(FunctionDef('f', (), (Return(None),), ()),)"),
     (
         "def f(a, b=2, *args, c, d=4, **kw):\n    return a",
-        "(FunctionDef('f', (Param('a', 'pos', None), Param('b', 'pos', Constant(2)), Param('args', 'vararg', None), Param('c', 'kwonly', None), Param('d', 'kwonly', Constant(4)), Param('kw', 'kwarg', None)), (Return(Name('a')),)),)",
+        "(FunctionDef('f', (Param('a', 'pos', None), Param('b', 'pos', Constant(2)), Param('args', 'vararg', None), Param('c', 'kwonly', None), Param('d', 'kwonly', Constant(4)), Param('kw', 'kwarg', None)), (Return(Name('a')),), ()),)",
     ),
     (
         "def f(x: float, *, k: int = 1) -> float: return x",
-        "(FunctionDef('f', (Param('x', 'pos', None), Param('', 'vararg', None), Param('k', 'kwonly', Constant(1))), (Return(Name('x')),)),)",
+        "(FunctionDef('f', (Param('x', 'pos', None), Param('', 'vararg', None), Param('k', 'kwonly', Constant(1))), (Return(Name('x')),), ()),)",
     ),
     (
         "def f():\n    '''doc'''\n    pass",
-        "(FunctionDef('f', (), (ExprStmt(Constant('doc')), Pass())),)",
+        "(FunctionDef('f', (), (ExprStmt(Constant('doc')), Pass()), ()),)",
+    ),
+    (
+        "@torch.no_grad()\n@d\ndef f():\n    pass",
+        "(FunctionDef('f', (), (Pass(),), (Call(Attribute(Name('torch'), 'no_grad'), ()), Name('d'))),)",
     ),
     ("raise", "(Raise(None, None),)"),
     (
@@ -199,7 +203,7 @@ STATEMENTS = [
     ("global a, b", "(Global(('a', 'b')),)"),
     (
         "def f():\n    nonlocal_x = 1\n    def g():\n        nonlocal nonlocal_x",
-        "(FunctionDef('f', (), (Assign((Name('nonlocal_x'),), Constant(1)), FunctionDef('g', (), (Nonlocal(('nonlocal_x',)),)))),)",
+        "(FunctionDef('f', (), (Assign((Name('nonlocal_x'),), Constant(1)), FunctionDef('g', (), (Nonlocal(('nonlocal_x',)),), ())), ()),)",
     ),
     ("del a, b[0]", "(Delete((Name('a'), Subscript(Name('b'), Constant(0)))),)"),
     ("assert x", "(Assert(Name('x'), None),)"),

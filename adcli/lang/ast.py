@@ -547,12 +547,13 @@ class With(Node):
 
 @_node
 class FunctionDef(Node):
-    """``def name(params): body``."""
+    """``def name(params): body``, with its ``@decorators`` (outermost first)."""
 
     name: str
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
     span: Span
+    decorators: tuple[Expr, ...]
 
 
 @_node

@@ -442,8 +442,16 @@ class Builder:
     def r_funcdef(self, meta: Any, c: list) -> ast.FunctionDef:
         keyword, name, params, _returns, body = c
         return ast.FunctionDef(
-            str(name), self._params(params), body.stmts, self._block_span(keyword, body)
+            str(name), self._params(params), body.stmts, self._block_span(keyword, body), ()
         )
+
+    def r_decorator(self, meta: Any, c: list) -> ast.Expr:
+        return c[-1]
+
+    def r_decorated(self, meta: Any, c: list) -> ast.FunctionDef:
+        # `@dec` lines above a def: applied bottom-up when the def runs, as in Python
+        *decorators, fn = c
+        return ast.replace(fn, decorators=tuple(decorators))
 
     def r_lambdef(self, meta: Any, c: list) -> ast.Lambda:
         _, params, body = c

@@ -2627,9 +2627,41 @@ class _Compiler:
 
     def kids_s_FunctionDef(self, node: ast.FunctionDef, sc: _Scope) -> list:
         inner = self.scopes[id(node)]
-        return self._param_kids(node.params, sc) + [(s, inner, "s") for s in node.body]
+        decorators = [(d, sc, "e") for d in node.decorators]
+        return decorators + self._param_kids(node.params, sc) + [(s, inner, "s") for s in node.body]
 
     def make_s_FunctionDef(self, node: ast.FunctionDef, sc: _Scope, c: list) -> Closure:
+        nd = len(node.decorators)
+        decorators, c = c[:nd], c[nd:]
+        define = self._make_function_def(node, sc, c)
+        if not decorators:
+            return define
+        store = self._store_name(node.name, sc, node.span)
+        it, src, span = self.it, self.src, node.span
+        fname = self._fname(sc)
+
+        def decorated(env: Env) -> None:
+            # decorator expressions first, then the function, then bottom-up application
+            decs = [d(env) for d in decorators]
+            define(env)
+            fn = self._load_defined(node.name, sc, env)
+            try:
+                for dec in reversed(decs):
+                    fn = dec(fn)
+            except ScriptRuntimeError:
+                raise
+            except Exception as exc:
+                raise _fail(it, exc, span, src, fname) from _cause(it, exc)
+            store(env, fn)
+
+        return decorated
+
+    def _load_defined(self, name: str, sc: _Scope, env: Env) -> Any:
+        """The value just bound to `name` by a def in scope `sc`."""
+        depth = sc.resolve(name)
+        return env[depth][name] if depth >= 0 else self.it.globals[name]
+
+    def _make_function_def(self, node: ast.FunctionDef, sc: _Scope, c: list) -> Closure:
         inner = self.scopes[id(node)]
         ndefaults = sum(1 for p in node.params if p.default is not None)
         block = self._block(node.body, c[ndefaults:], inner)
