@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import re
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -1047,7 +1046,7 @@ def check_path(path: str, opts: CheckOptions) -> int:
 
 def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[str]) -> int:
     """Run script `text` quietly, check every gradient it computes, print the tables."""
-    from .errors import AdError, format_diagnostic
+    from .errors import format_diagnostic
     from .session import Hooks, Output, Session, SessionOptions
 
     checker = Checker(opts)
@@ -1055,17 +1054,9 @@ def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[s
     session = Session(
         Output(lambda s: None, lambda s: None), hooks, SessionOptions(debug=opts.debug)
     )
-    error: AdError | None = None
-    internal: str | None = None
     try:
         with recording():
-            session.run_text(text, name)
-    except AdError as e:
-        error = e
-    except Exception:
-        if opts.debug:
-            raise
-        internal = traceback.format_exc().strip().splitlines()[-1]
+            error, internal = session.run_guarded(text, name, debug=opts.debug)
     finally:
         session.close()
     failed = render_checks(checker.checks, opts, out)

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import traceback
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -144,7 +143,6 @@ class _Tracker:
 
 def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None]:
     from .autograd.tensor import Tensor
-    from .errors import AdError
     from .session import Hooks, Output, Session, SessionOptions
 
     tracker = _Tracker()
@@ -161,15 +159,8 @@ def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None
     hooks = Hooks(on_event=tracker.on_event)
     session = _Session(Output(ignore, ignore), hooks, SessionOptions(debug=opts.debug))
     session.tracker = tracker  # type: ignore[attr-defined]
-    error = internal = None
     try:
-        session.run_text(text, name)
-    except AdError as e:
-        error = e
-    except Exception:
-        if opts.debug:
-            raise
-        internal = traceback.format_exc().strip().splitlines()[-1]
+        error, internal = session.run_guarded(text, name, debug=opts.debug)
     finally:
         session.close()
     return session, error, internal

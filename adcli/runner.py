@@ -169,26 +169,17 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
         debug=options.debug,
     )
     session = Session(Output(out, err), hooks, sess_opts)
-    error: AdError | None = None
     # A quiet run reads no per-node trace; graphs have no reference cycles, so the
     # cyclic collector only slows graph building down: run it rarely.
     engine.record_trace = not (options.quiet and not json_mode)
     gc_thresholds = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
     try:
-        session.run_text(text, name)
-    except AdError as e:
-        error = e
-    except Exception:  # an adcli bug, not a script error
-        if options.debug:
-            raise
-        err(
-            "adcli: internal error: "
-            + traceback.format_exc().strip().splitlines()[-1]
-            + " (run with --debug for the traceback)\n"
-        )
-        session.dispose()
-        return SCRIPT_ERROR
+        error, internal = session.run_guarded(text, name, debug=options.debug)
+        if internal is not None:  # an adcli bug, not a script error
+            err(f"adcli: internal error: {internal} (run with --debug for the traceback)\n")
+            session.dispose()
+            return SCRIPT_ERROR
     finally:
         gc.set_threshold(*gc_thresholds)
         engine.record_trace = True

@@ -9,6 +9,7 @@ through the `Output` it is given, and rendering is the caller's business.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +124,21 @@ class Session:
         self.source = source
         module = parse(source)
         self.interp.run(module, interactive=interactive)
+
+    def run_guarded(
+        self, text: str, path: str, *, debug: bool = False
+    ) -> tuple[AdError | None, str | None]:
+        """Run a script; return (its error, or None; the last line of an adcli bug's
+        traceback, or None). With `debug` an adcli bug is raised instead."""
+        try:
+            self.run_text(text, path)
+        except AdError as e:
+            return e, None
+        except Exception:
+            if debug:
+                raise
+            return None, traceback.format_exc().strip().splitlines()[-1]
+        return None, None
 
     def close(self) -> None:
         """Stop listening to the engine and give its warnings back to Python's."""
