@@ -150,7 +150,7 @@ def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None
     class _Session(Session):
         def _on_assign(self, var: str, value: object, span: Any) -> None:
             super()._on_assign(var, value, span)
-            if type(value) is Tensor and value.grad_fn is not None:
+            if type(value) is Tensor and value._node is not None:
                 tracker.last_assigned = value
 
     def ignore(_: str) -> None:

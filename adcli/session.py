@@ -9,10 +9,14 @@ through the `Output` it is given, and rendering is the caller's business.
 
 from __future__ import annotations
 
+import contextlib
 import traceback
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from .autograd import config as engine_config
 from .autograd import engine, grad_mode
@@ -86,7 +90,7 @@ class Session:
         self.source: Source | None = None
         self._name_counts: dict[str, int] = {}
         self._texts: dict[tuple[int, bool], tuple[Span, Source, str]] = {}  # see _text
-        self._warned_lines: set[tuple[str, int]] = set()
+        self._warned_lines: set[tuple[str, int, str]] = set()
         # version counter id -> (counter, version, line of the in-place change)
         self._changed_at: dict[int, tuple[list[int], int, int]] = {}
         # backward pass id -> line of the call (to say which call freed saved values)
@@ -123,7 +127,8 @@ class Session:
         source = Source(path, text)
         self.source = source
         module = parse(source)
-        self.interp.run(module, interactive=interactive)
+        with quiet_numpy():
+            self.interp.run(module, interactive=interactive)
 
     def run_guarded(
         self, text: str, path: str, *, debug: bool = False
@@ -229,7 +234,7 @@ class Session:
     def _relabel_if_changed(self, t: Tensor, src: Source, span: Span) -> None:
         """After an in-place op the tensor has a new, unlabelled grad_fn: give that
         node the in-place expression (`h.add_(1)`), keeping the tensor's name."""
-        node = t.grad_fn
+        node = t._node
         if node is None or node._label is not None:
             return
         old = t._label
@@ -249,7 +254,7 @@ class Session:
     def _attach(t: Tensor, label: Label) -> None:
         """Label the tensor and its graph node (which outlives an unnamed tensor)."""
         t._label = label
-        node = t.grad_fn
+        node = t._node
         if node is None and t._requires_grad:
             node = t._accumulator()
         if node is not None and node._label is None:
@@ -275,13 +280,13 @@ class Session:
             label.name = name if n == 1 else f"{name}@{n}"
 
     def _warn(self, message: str) -> None:
-        """PyTorch's UserWarnings, printed once per script line as Python does."""
+        """PyTorch's UserWarnings, printed once per message and script line as Python does."""
         span = self.interp.current_span if hasattr(self, "interp") else None
         path = self.source.path if self.source is not None else "<script>"
         line = span.line if span is not None else 0
-        if (path, line) in self._warned_lines:
+        if (path, line, message) in self._warned_lines:
             return
-        self._warned_lines.add((path, line))
+        self._warned_lines.add((path, line, message))
         src = self.interp.current_source or self.source
         code = src.line_text(line).strip() if src is not None and line else ""
         # as Python's warnings module shows it: the message, then the source line
@@ -351,6 +356,19 @@ class Session:
             raise TypeError("formula() takes a tensor")
         if self.hooks.on_formula is not None:
             self.hooks.on_formula(t, self.interp.current_span)
+
+
+@contextlib.contextmanager
+def quiet_numpy() -> Iterator[None]:
+    """No NumPy floating-point warning (divide by zero, overflow, invalid value, ...)
+    while a script runs: PyTorch computes inf and NaN silently, and where PyTorch
+    does warn, the engine gives PyTorch's own UserWarning through `config.warn`.
+    Set once per run, not per operation: entering `np.errstate` costs about 1 us."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # NumPy's Python-level RuntimeWarnings ("Degrees of freedom <= 0", "Mean of
+        # empty slice") would name adcli's source files
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 class Builtin:

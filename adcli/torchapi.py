@@ -23,7 +23,8 @@ TORCH_OPS = (
     "sigmoid relu clamp clip sign floor ceil round square reciprocal where maximum minimum "
     "sum mean prod max min amax amin argmax argmin norm dot mv mm matmul outer ger transpose "
     "swapaxes t permute reshape flatten ravel squeeze unsqueeze expand_as cat concat "
-    "concatenate stack split chunk unbind narrow select gather masked_fill softmax "
+    "concatenate stack split chunk unbind narrow select diagonal as_strided gather "
+    "masked_fill softmax "
     "log_softmax logsumexp var std cumsum flip eq ne gt ge lt le "
     "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not"
 ).split()

@@ -502,6 +502,14 @@ CASES: list[Case] = [
     Case("index_two_lists", lambda m, x: x[[0, 1], [1, 2]], (S(2, 3),), ("Index",)),
     Case("index_chain", lambda m, x: x[0][1], (S(2, 3),), ("Select",)),
     Case("narrow", lambda m, x: x.narrow(1, 0, 2), (S(2, 3),), ("Slice",)),
+    Case("diagonal", lambda m, x: x.diagonal(), (S(3, 3),), ("Diagonal", "DiagonalGrad")),
+    Case(
+        "diagonal_offset_dims",
+        lambda m, x: m.diagonal(x, -1, 2, 0),
+        (S(3, 2, 4),),
+        ("Diagonal", "DiagonalGrad"),
+    ),
+    Case("as_strided", lambda m, x: m.as_strided(x, (2, 2), (1, 2), 1), (S(6),), ("AsStrided",)),
     Case("select_fn", lambda m, x: m.select(x, 1, 0), (S(2, 3),), ("Select",)),
     Case(
         "gather",

@@ -83,34 +83,33 @@ record_trace = True
 anomaly_check: Callable[[Node, Sequence[Tensor | None]], None] | None = None
 
 
-def _as_list(v: Any) -> list[Any]:
+def _tensors_arg(v: Any) -> list[Any]:
+    """`(v,)` for a tensor, else `tuple(v)`, as torch.autograd reads outputs and inputs
+    (so a number fails with Python's own "'int' object is not iterable")."""
+    if isinstance(v, Tensor):
+        return [v]
+    if type(v) is dict:
+        return list(v.values())
+    return list(v)
+
+
+def _grads_arg(v: Any, n: int) -> list[Any]:
+    """The gradients given for `n` outputs: None for each when absent."""
     if v is None:
-        return []
-    if isinstance(v, (list, tuple)):
-        return list(v)
-    return [v]
+        return [None] * n
+    return _tensors_arg(v)
 
 
-def _root_grads(roots: list[Tensor], grads: list[Any], is_grad: bool) -> list[Tensor]:
-    out = []
-    for i, r in enumerate(roots):
+def _make_grads(roots: list[Any], grads: list[Any]) -> list[Tensor | None]:
+    """PyTorch's `_make_grads`: check each given gradient against its output, and
+    create ones for a scalar output that requires grad and was given none."""
+    if len(grads) < len(roots):
+        raise RuntimeError(f"got {len(roots)} tensors and {len(grads)} gradients")
+    out: list[Tensor | None] = []
+    for i, (r, g) in enumerate(zip(roots, grads, strict=False)):
         if not isinstance(r, Tensor):
-            raise TypeError(
-                f"{'grad' if is_grad else 'backward'}(): expected tensors as outputs, got "
-                f"{type(r).__name__}"
-            )
-        if not r._requires_grad:
-            raise RuntimeError(
-                f"element {i} of tensors does not require grad and does not have a grad_fn"
-            )
-        g = grads[i] if i < len(grads) else None
-        if g is None:
-            if r.data_.size != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = Tensor._make(np.ones(r.data_.shape, r.data_.dtype))
-        else:
-            if not isinstance(g, Tensor):
-                g = Tensor._make(np.asarray(g, r.data_.dtype))
+            raise AssertionError("Expected output to be a torch.Tensor")
+        if isinstance(g, Tensor):
             if g.data_.shape != r.data_.shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of "
@@ -119,8 +118,33 @@ def _root_grads(roots: list[Tensor], grads: list[Any], is_grad: bool) -> list[Te
                 )
             if g.data_.dtype != r.data_.dtype:
                 g = Tensor._make(g.data_.astype(r.data_.dtype), g._requires_grad, g.grad_fn)
+        elif g is None:
+            if r.requires_grad:
+                if r.data_.size != 1:
+                    raise RuntimeError("grad can be implicitly created only for scalar outputs")
+                g = Tensor._make(np.ones(r.data_.shape, r.data_.dtype))
+        else:
+            raise TypeError(
+                f"gradients can be either Tensors or None, but got {type(g).__name__}"
+            )
         out.append(g)
     return out
+
+
+def _check_roots(roots: list[Tensor]) -> None:
+    """The engine's own check: every output must lead into the graph."""
+    for i, r in enumerate(roots):
+        if not r.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn"
+            )
+
+
+def _check_input(t: Any) -> None:
+    if not isinstance(t, Tensor):
+        raise RuntimeError(
+            f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}"
+        )
 
 
 def _edge_of(t: Tensor) -> tuple[Node, int]:
@@ -137,16 +161,18 @@ def backward(
     inputs: Any = None,
 ) -> None:
     """Accumulate d(roots)/d(leaf) into every reached leaf's `.grad`."""
-    roots = _as_list(tensors)
-    grads = _root_grads(roots, _as_list(grad_tensors), False)
+    # PyTorch's order of checks: inputs, gradients, then the engine's
+    inputs_l = _tensors_arg(inputs) if inputs is not None else None
+    if inputs_l is not None and not inputs_l:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    roots = _tensors_arg(tensors)
+    grads = _make_grads(roots, _grads_arg(grad_tensors, len(roots)))
+    _check_roots(roots)
     if create_graph and not warned.create_graph:
         warned.create_graph = True  # PyTorch warns once per process
         config.warn(CREATE_GRAPH_WARNING)
     if retain_graph is None:
         retain_graph = create_graph
-    inputs_l = _as_list(inputs) if inputs is not None else None
-    if inputs_l is not None and not inputs_l:
-        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     event = BackwardEvent(
         "backward", roots, grads, inputs_l, retain_graph, create_graph, grad_tensors is not None
     )
@@ -154,7 +180,8 @@ def backward(
     if inputs_l is not None:
         targets = []
         for t in inputs_l:
-            if not t._requires_grad:
+            _check_input(t)
+            if not t.requires_grad:
                 # PyTorch's wording here comes from the retain_grad it uses internally
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             targets.append(_edge_of(t))
@@ -173,17 +200,24 @@ def grad(
     is_grads_batched: bool = False,
 ) -> tuple[Tensor | None, ...]:
     """The gradients of `outputs` with respect to `inputs`, without touching `.grad`."""
-    roots = _as_list(outputs)
-    ins = _as_list(inputs)
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
     if allow_unused is None:
         allow_unused = materialize_grads
+    # PyTorch's order of checks: arguments, gradients, outputs, then inputs
+    roots = _tensors_arg(outputs)
+    ins = _tensors_arg(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    grads = _make_grads(roots, _grads_arg(grad_outputs, len(roots)))
+    _check_roots(roots)
     for t in ins:
-        if not isinstance(t, Tensor):
-            raise TypeError("grad(): inputs must be tensors")
-    for t in ins:
-        if not t._requires_grad:
+        _check_input(t)
+        if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    grads = _root_grads(roots, _as_list(grad_outputs), True)
     if retain_graph is None:
         retain_graph = create_graph
     event = BackwardEvent(

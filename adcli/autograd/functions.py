@@ -106,14 +106,23 @@ class Mul(Function):
         return (g * b if b is not None else None), (g * a if a is not None else None)
 
 
+def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """PyTorch's float remainder: fmod, moved into b's sign when they differ (so an
+    exact zero keeps a's sign: -3. % 1.5 is -0.); integers as Python does."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if np.result_type(a, b).kind != "f":
+            return np.mod(a, b)
+        m = np.fmod(a, b)
+        return np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
+
+
 class Remainder(Function):
     """a % number (Python's sign convention); d/da = 1"""
 
     grad_fn_name = "RemainderBackward0"
 
     def forward(ctx, a, other, dtype):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.mod(_d(a, dtype), np.asarray(other, dtype))
+        return _remainder(_d(a, dtype), np.asarray(other, dtype))
 
     def backward(ctx, g):
         return (g,)
@@ -126,12 +135,11 @@ class RemainderTensor(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.mod(_d(a, dtype), _d(b, dtype))
+        return _remainder(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        gb = -g * ops.floor(a / b) if ctx.needs_input_grad[1] else None
+        gb = -g * ops.div(a, b, rounding_mode="floor") if ctx.needs_input_grad[1] else None
         return g, gb
 
 
@@ -193,20 +201,19 @@ class PowTensor(Function):
     grad_fn_name = "PowBackward1"
 
     def forward(ctx, a, b, dtype):
-        ctx.save(a, b)
-        ctx.save_result = None
+        ctx.save_output(a, b)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return np.power(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
         # PyTorch's pow_backward_self / pow_backward_exponent
-        a, b = ctx.saved_tensors
+        a, b, r = ctx.saved_tensors
         ga = gb = None
         if ctx.needs_input_grad[0]:
             ga = ops.where(b == 0, 0.0, g * (b * a ** (b - 1)))
         if ctx.needs_input_grad[1]:
             # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0
-            gb = g * ops.where((a == 0) & (b >= 0), 0.0, a**b * ops.log(a))
+            gb = g * ops.where((a == 0) & (b >= 0), 0.0, r * ops.log(a))
         return ga, gb
 
 
@@ -484,7 +491,9 @@ class Relu(Function):
 
     def forward(ctx, a):
         ctx.save_output()
-        return np.maximum(a.data_, np.zeros((), a.data_.dtype))
+        x = a.data_
+        # x < 0 ? 0 : x, as PyTorch's clamp_min: -0. stays -0., NaN stays NaN
+        return np.where(x < 0, np.zeros((), x.dtype), x)
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
@@ -594,10 +603,14 @@ class Clamp(Function):
         ctx.lo, ctx.hi = lo, hi
         ctx.save(a)
         x = a.data_
+        # PyTorch's min(max(x, lo), hi) keeps x on ties (-0. against 0.) and turns a
+        # NaN bound into NaN
         if lo is not None:
-            x = np.maximum(x, np.asarray(lo, x.dtype))
+            lo_ = np.asarray(lo, x.dtype)
+            x = np.where((x < lo_) | np.isnan(lo_), lo_, x)
         if hi is not None:
-            x = np.minimum(x, np.asarray(hi, x.dtype))
+            hi_ = np.asarray(hi, x.dtype)
+            x = np.where((x > hi_) | np.isnan(hi_), hi_, x)
         return x
 
     def backward(ctx, g):
@@ -644,10 +657,11 @@ class ClampTensor(Function):
 
 
 class _ZeroGrad(Function):
-    """Piecewise-constant ops: a grad_fn exists, the gradient is zero."""
+    """Piecewise-constant ops: a grad_fn exists, the gradient is zero (PyTorch's
+    `zeros_like(grad)`: +0 everywhere, whatever the sign or NaNs of `g`)."""
 
     def backward(ctx, g):
-        return (g * 0,)
+        return (_zeros_like(g),)
 
 
 class Sign(_ZeroGrad):
@@ -656,7 +670,9 @@ class Sign(_ZeroGrad):
     grad_fn_name = "SignBackward0"
 
     def forward(ctx, a):
-        return np.sign(a.data_)
+        x = a.data_
+        # PyTorch's sign is (0 < x) - (x < 0): 0 for NaN, +0 for -0
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
 
 class Floor(_ZeroGrad):
@@ -798,18 +814,18 @@ class Prod(Function):
     grad_fn_name = "ProdBackward0"
 
     def forward(ctx, a, dtype):
-        ctx.save(a)
+        ctx.save_output(a)
         return np.prod(a.data_, dtype=dtype)
 
     def backward(ctx, g):
         # PyTorch's prod_backward: result / a without zeros, else the exact product of
         # the others
-        (a,) = ctx.saved_tensors
+        a, r = ctx.saved_tensors
         x = a.data_
         if x.ndim == 0:
             return (g,)
         if not np.any(x == 0):
-            return (g * (ops.prod(a) / a),)
+            return (g * (r / a),)
         flat = ops.reshape(a, (-1,))
         return (ops.reshape(g * ops.prod_others(flat, 0), x.shape),)
 
@@ -821,17 +837,18 @@ class ProdDim(Function):
 
     def forward(ctx, a, dim, keepdim, dtype):
         ctx.dim, ctx.keepdim = dim, keepdim
-        ctx.save(a)
-        return np.prod(a.data_, axis=dim, keepdims=keepdim, dtype=dtype)
+        ctx.save_output(a)
+        axis = dim if a.data_.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
+        return np.prod(a.data_, axis=axis, keepdims=keepdim, dtype=dtype)
 
     def backward(ctx, g):
-        (a,) = ctx.saved_tensors
+        a, r = ctx.saved_tensors
         x = a.data_
         if x.ndim == 0:
             return (g,)
         g = _unreduce(g, x.shape, (ctx.dim,), ctx.keepdim)
         if not np.any(x == 0):
-            return (g * (ops.prod(a, ctx.dim, keepdim=True) / a),)
+            return (g * (_unreduce(r, x.shape, (ctx.dim,), ctx.keepdim) / a),)
         return (g * ops.prod_others(a, ctx.dim),)
 
 
@@ -871,12 +888,14 @@ class ProdOthers(Function):
 
 
 class _EvenlyDistributed(Function):
-    """Full max/min: the gradient is shared equally among tied extreme elements."""
+    """Full max/min: the gradient is shared equally among tied extreme elements (the
+    NaNs when the result is NaN); the others get exact zeros, not g * 0."""
 
     def backward(ctx, g):
         a, r = ctx.saved_tensors
-        mask = ops.to_dtype(a == r, a.data_.dtype)
-        return (mask * (g / ops.sum(mask)),)
+        mask = ops.isnan(a) if np.isnan(r.data_) else a == r
+        share = g / ops.sum(mask)
+        return (ops.masked_fill(_zeros_like(a), mask, share),)
 
 
 class Max(_EvenlyDistributed):
@@ -886,9 +905,8 @@ class Max(_EvenlyDistributed):
 
     def forward(ctx, a):
         ops.check_nonempty(a, "max")
-        out = np.max(a.data_)
-        ctx.save(a, Tensor._make(out))
-        return out
+        ctx.save_output(a)
+        return np.max(a.data_)
 
 
 class Min(_EvenlyDistributed):
@@ -898,9 +916,8 @@ class Min(_EvenlyDistributed):
 
     def forward(ctx, a):
         ops.check_nonempty(a, "min")
-        out = np.min(a.data_)
-        ctx.save(a, Tensor._make(out))
-        return out
+        ctx.save_output(a)
+        return np.min(a.data_)
 
 
 class _SelectingReduction(Function):
@@ -908,8 +925,17 @@ class _SelectingReduction(Function):
 
     def backward(ctx, g):
         _check_kept(ctx)
+        if not ctx.shape:
+            return (g,)
         g = _unreduce(g, ctx.shape, (ctx.dim,), ctx.keepdim)
         return (ops.scatter_into(g, ctx.dim, ctx.indices, ctx.shape),)
+
+
+def _select_0d(ctx: Function, x: np.ndarray) -> np.ndarray:
+    """max/min along dim 0 of a 0-d tensor: its value, index 0 kept for backward."""
+    ctx.indices = np.zeros((), np.int64)
+    _keep(ctx, ctx.indices)
+    return x.copy()
 
 
 class MaxDim(_SelectingReduction):
@@ -920,6 +946,8 @@ class MaxDim(_SelectingReduction):
     def forward(ctx, a, dim, keepdim):
         x = a.data_
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        if x.ndim == 0:  # dim 0 of a 0-d tensor: the tensor itself, at index 0
+            return _select_0d(ctx, x)
         idx = np.expand_dims(np.argmax(x, axis=dim), dim)
         ctx.indices = idx
         _keep(ctx, idx)
@@ -935,6 +963,8 @@ class MinDim(_SelectingReduction):
     def forward(ctx, a, dim, keepdim):
         x = a.data_
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        if x.ndim == 0:  # dim 0 of a 0-d tensor: the tensor itself, at index 0
+            return _select_0d(ctx, x)
         idx = np.expand_dims(np.argmin(x, axis=dim), dim)
         ctx.indices = idx
         _keep(ctx, idx)
@@ -958,9 +988,8 @@ class Amax(_AmaxAmin):
 
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
-        out = np.max(a.data_, axis=dims, keepdims=keepdim)
-        ctx.save(a, Tensor._make(out))
-        return out
+        ctx.save_output(a)
+        return np.max(a.data_, axis=dims, keepdims=keepdim)
 
 
 class Amin(_AmaxAmin):
@@ -970,9 +999,8 @@ class Amin(_AmaxAmin):
 
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
-        out = np.min(a.data_, axis=dims, keepdims=keepdim)
-        ctx.save(a, Tensor._make(out))
-        return out
+        ctx.save_output(a)
+        return np.min(a.data_, axis=dims, keepdims=keepdim)
 
 
 class Norm(Function):
@@ -983,7 +1011,7 @@ class Norm(Function):
     def forward(ctx, a, p, dims, keepdim):
         x = ops.float_data(a)
         ctx.p, ctx.dims, ctx.keepdim, ctx.shape = p, dims, keepdim, x.shape
-        ctx.save(a)
+        ctx.save_output(a)
         ax = np.abs(x)
         if p == float("inf"):
             out = np.max(ax, axis=dims, keepdims=keepdim)
@@ -995,12 +1023,10 @@ class Norm(Function):
             out = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
         else:
             out = np.sum(ax**p, axis=dims, keepdims=keepdim) ** (1.0 / p)
-        out = np.asarray(out, x.dtype)
-        ctx.out = out
-        return out
+        return np.asarray(out, x.dtype)
 
     def backward(ctx, g):
-        (a,) = ctx.saved_tensors
+        a, r = ctx.saved_tensors
         dims = ctx.dims if ctx.dims is not None else tuple(range(a.data_.ndim))
         p = ctx.p
         g = _unreduce(g, ctx.shape, dims, ctx.keepdim)
@@ -1009,7 +1035,7 @@ class Norm(Function):
         if p == 1:
             return (ops.sign(a) * g,)
         # PyTorch's linalg_vector_norm_backward (0 where the norm is 0)
-        r = _unreduce(ops.norm(a, p, ctx.dims, ctx.keepdim), ctx.shape, dims, ctx.keepdim)
+        r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
         if p == 2:
             return (a * ops.where(r == 0, 0.0, g / r),)
         if p == float("inf"):
@@ -1030,7 +1056,7 @@ class Logsumexp(Function):
     def forward(ctx, a, dims, keepdim):
         x = ops.float_data(a)
         ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
-        ctx.save(a)
+        ctx.save_output(a)
         m = np.max(x, axis=dims, keepdims=True) if x.size else np.zeros((), x.dtype)
         m = np.where(np.isfinite(m), m, 0)
         with np.errstate(divide="ignore"):
@@ -1040,8 +1066,8 @@ class Logsumexp(Function):
         return out.astype(x.dtype)
 
     def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        r = _unreduce(ops.logsumexp(a, ctx.dims, ctx.keepdim), ctx.shape, ctx.dims, ctx.keepdim)
+        a, r = ctx.saved_tensors
+        r = _unreduce(r, ctx.shape, ctx.dims, ctx.keepdim)
         g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
         return (g * ops.exp(a - r),)
 
@@ -1051,19 +1077,17 @@ class Var(Function):
 
     grad_fn_name = "VarBackward0"
 
-    def forward(ctx, a, dims, correction, keepdim):
+    def forward(ctx, a, dims, correction, keepdim, whole=False):
         x = ops.float_data(a)
         ctx.dims, ctx.correction, ctx.keepdim, ctx.shape = dims, correction, keepdim, x.shape
+        ctx.whole = whole  # dim=None: PyTorch's backward differs when no dof is left
         ctx.save(a)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(np.var(x, axis=dims, ddof=correction, keepdims=keepdim), x.dtype)
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        n = int(np.prod([ctx.shape[d] for d in ctx.dims]))
-        g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
-        centred = a - ops.mean_dims(a, ctx.dims, True)
-        return (g * centred * (2.0 / (n - ctx.correction)),)
+        return (_var_backward(ctx, g, a),)
 
 
 class Std(Function):
@@ -1071,23 +1095,29 @@ class Std(Function):
 
     grad_fn_name = "StdBackward0"
 
-    def forward(ctx, a, dims, correction, keepdim):
+    def forward(ctx, a, dims, correction, keepdim, whole=False):
         x = ops.float_data(a)
         ctx.dims, ctx.correction, ctx.keepdim, ctx.shape = dims, correction, keepdim, x.shape
-        ctx.save(a)
+        ctx.whole = whole  # dim=None: PyTorch's backward differs when no dof is left
+        ctx.save_output(a)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(np.std(x, axis=dims, ddof=correction, keepdims=keepdim), x.dtype)
 
     def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        n = int(np.prod([ctx.shape[d] for d in ctx.dims]))
-        r = _unreduce(
-            ops.std(a, ctx.dims, ctx.correction, ctx.keepdim), ctx.shape, ctx.dims, ctx.keepdim
-        )
-        g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
-        grad_var = ops.where(r == 0, 0.0, g / (r * 2))
-        centred = a - ops.mean_dims(a, ctx.dims, True)
-        return (grad_var * (2.0 / (n - ctx.correction)) * centred,)
+        a, r = ctx.saved_tensors
+        return (_var_backward(ctx, ops.where(r == 0, 0.0, g / (r * 2)), a),)
+
+
+def _var_backward(ctx: Function, g: Tensor, a: Tensor) -> Tensor:
+    """PyTorch's var_backward: 2 / (n - correction) * g * (a - mean). With no degrees of
+    freedom left, 2 / 0 is infinite (NaN where a equals its mean, as 0 * inf); for
+    `dim=None` or a 0-d tensor PyTorch writes that as a constant mask times g."""
+    dof = int(np.prod([ctx.shape[d] for d in ctx.dims])) - ctx.correction
+    if dof <= 0 and (ctx.whole or not ctx.shape):
+        return g * ops.where(a == ops.mean(a), float("nan"), float("inf"))
+    g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
+    centred = a - ops.mean_dims(a, ctx.dims, True)
+    return g * centred * (2.0 / dof if dof else float("inf"))
 
 
 class Cumsum(Function):
@@ -1097,13 +1127,34 @@ class Cumsum(Function):
 
     def forward(ctx, a, dim):
         ctx.dim = dim
-        return np.cumsum(a.data_, axis=dim)
+        x = a.data_
+        if x.ndim == 0:  # dim 0 of a 0-d tensor: the tensor itself, still 0-d
+            return np.cumsum(x).reshape(())
+        return np.cumsum(x, axis=dim)
 
     def backward(ctx, g):
+        if g.data_.ndim == 0:
+            return (g,)
         return (ops.flip(ops.cumsum(ops.flip(g, (ctx.dim,)), ctx.dim), (ctx.dim,)),)
 
 
 # ************************************************************ linear algebra
+
+
+def _plus_zero(r: Any) -> Any:
+    """A BLAS sum of products starts from +0, so an exact zero is +0, never -0."""
+    if r.dtype.kind == "f":
+        r = r + r.dtype.type(0)  # -0 + 0 == +0; nothing else changes
+    return r
+
+
+def _blas_mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b with PyTorch's signs of zero: gemm with an inner size of 1 (both outer
+    sizes above 1) stores the products themselves (-0. * 1. stays -0.)."""
+    n, k = a.shape
+    if k == 1 and n > 1 and b.shape[1] > 1:
+        return a * b
+    return _plus_zero(a @ b)
 
 
 class Mm(Function):
@@ -1113,7 +1164,7 @@ class Mm(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
-        return _d(a, dtype) @ _d(b, dtype)
+        return _blas_mm(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
@@ -1129,7 +1180,7 @@ class Mv(Function):
 
     def forward(ctx, m, v, dtype):
         ctx.save(v if ctx.needs_input_grad[0] else None, m if ctx.needs_input_grad[1] else None)
-        return _d(m, dtype) @ _d(v, dtype)
+        return _plus_zero(_d(m, dtype) @ _d(v, dtype))
 
     def backward(ctx, g):
         v, m = ctx.saved_tensors
@@ -1145,7 +1196,7 @@ class Dot(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
-        return np.dot(_d(a, dtype), _d(b, dtype))
+        return _plus_zero(np.dot(_d(a, dtype), _d(b, dtype)))
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
@@ -1159,7 +1210,7 @@ class Bmm(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
-        return np.matmul(_d(a, dtype), _d(b, dtype))
+        return _plus_zero(np.matmul(_d(a, dtype), _d(b, dtype)))
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
@@ -1332,8 +1383,15 @@ class Expand(Function):
     grad_fn_name = "ExpandBackward0"
 
     def forward(ctx, a, shape):
-        ctx.shape = a.data_.shape
-        return np.broadcast_to(a.data_, shape)
+        x = a.data_
+        ctx.shape = x.shape
+        # as_strided, not broadcast_to: the view must stay writable, as PyTorch's is
+        lead = len(shape) - x.ndim
+        strides = (0,) * lead + tuple(
+            0 if n == 1 and s != 1 else st
+            for n, s, st in zip(x.shape, shape[lead:], x.strides, strict=True)
+        )
+        return np.lib.stride_tricks.as_strided(x, shape, strides)
 
     def backward(ctx, g):
         return (ops.sum_to(g, ctx.shape),)
@@ -1442,7 +1500,8 @@ class Unbind(Function):
 
     def forward(ctx, a, dim):
         ctx.dim, ctx.shape = dim, a.data_.shape
-        return tuple(np.take(a.data_, i, axis=dim) for i in range(a.data_.shape[dim]))
+        lead = (slice(None),) * dim
+        return tuple(a.data_[(*lead, i, Ellipsis)] for i in range(a.data_.shape[dim]))
 
     def backward(ctx, *grads):
         shape = list(ctx.shape)
@@ -1466,13 +1525,22 @@ class _Getitem(Function):
         return (ops.embed(g, ctx.index, ctx.shape),)
 
 
-class Select(_Getitem):
+class _BasicGetitem(_Getitem):
+    """Integers and slices only: the result is a view of the input's memory."""
+
+    def forward(ctx, a, index):
+        ctx.index, ctx.shape = index, a.data_.shape
+        # the trailing `...` keeps a fully indexed result a 0-d view, not a copied scalar
+        return a.data_[(*index, Ellipsis)]
+
+
+class Select(_BasicGetitem):
     """one index along a dim"""
 
     grad_fn_name = "SelectBackward0"
 
 
-class Slice(_Getitem):
+class Slice(_BasicGetitem):
     """a slice along a dim"""
 
     grad_fn_name = "SliceBackward0"
@@ -1494,9 +1562,71 @@ class Index(_Getitem):
 
 
 class AsStrided(_Getitem):
-    """a view re-derived from its base after an in-place op on the view"""
+    """`as_strided`, and a view re-derived from its base after an in-place change:
+    `index` holds where each element sits in the input; `strided` is the view itself
+    when the caller made one (`as_strided`), else the elements are gathered."""
 
     grad_fn_name = "AsStridedBackward0"
+
+    def forward(ctx, a, index, strided=None):
+        ctx.index, ctx.shape = index, a.data_.shape
+        return strided if strided is not None else a.data_[index]
+
+
+class Diagonal(Function):
+    """the diagonal of the (d1, d2) planes, moved to a last dim (a writable view)"""
+
+    grad_fn_name = "DiagonalBackward0"
+
+    def forward(ctx, a, offset, d1, d2):
+        x = a.data_
+        ctx.shape = x.shape
+        n1, n2 = x.shape[d1], x.shape[d2]
+        length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+        # start the plane at the diagonal's first element, then walk both dims at once
+        lead = [slice(None)] * x.ndim
+        if length:
+            if offset >= 0:
+                lead[d2] = slice(offset, None)
+            else:
+                lead[d1] = slice(-offset, None)
+        start = x[tuple(lead)]
+        rest = [i for i in range(x.ndim) if i not in (d1, d2)]
+        shape = tuple(x.shape[i] for i in rest) + (length,)
+        strides = tuple(x.strides[i] for i in rest) + (x.strides[d1] + x.strides[d2],)
+        out = np.lib.stride_tricks.as_strided(start, shape, strides)
+        # positions of the diagonal in the input, for the backward
+        grids = np.meshgrid(*[np.arange(n) for n in shape], indexing="ij")
+        index: list[Any] = [None] * x.ndim
+        for k, i in enumerate(rest):
+            index[i] = grids[k]
+        index[d1] = grids[-1] + max(0, -offset)
+        index[d2] = grids[-1] + max(0, offset)
+        ctx.index = tuple(index)
+        ctx.offset, ctx.d1, ctx.d2 = offset, d1, d2
+        return out
+
+    def backward(ctx, g):
+        return (
+            DiagonalGrad.apply(
+                g, index=ctx.index, shape=ctx.shape, offset=ctx.offset, d1=ctx.d1, d2=ctx.d2
+            ),
+        )
+
+
+class DiagonalGrad(Function):
+    """zeros of the input's shape with g on the diagonal (diagonal's backward)"""
+
+    grad_fn_name = "DiagonalBackwardBackward0"
+
+    def forward(ctx, g, index, shape, offset, d1, d2):
+        ctx.offset, ctx.d1, ctx.d2 = offset, d1, d2
+        out = np.zeros(shape, g.data_.dtype)
+        out[index] = g.data_
+        return out
+
+    def backward(ctx, gg):
+        return (ops.diagonal(gg, ctx.offset, ctx.d1, ctx.d2),)
 
 
 class Embed(Function):
@@ -1605,6 +1735,14 @@ class CopySlicesOp(Function):
         self.node.release(marker)
 
 
+def _along(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
+    """The NumPy index picking `index` along `dim`, at the index's own position in
+    every other dim (gather/scatter addressing)."""
+    idx = list(np.indices(index.shape, sparse=True))
+    idx[dim] = index
+    return tuple(idx)
+
+
 class Gather(Function):
     """values picked along dim by an index tensor"""
 
@@ -1613,7 +1751,11 @@ class Gather(Function):
     def forward(ctx, a, dim, index):
         _keep(ctx, index)
         ctx.dim, ctx.index, ctx.shape = dim, index, a.data_.shape
-        return np.take_along_axis(a.data_, index, dim)
+        x = a.data_
+        if x.ndim == 0 or index.ndim == 0:  # a 0-d operand counts as 1-d
+            return x.reshape(-1)[index.reshape(-1)].reshape(index.shape)
+        # output[i][j] = a[index[i][j]][j] (dim 0): the index's shape, not a's
+        return x[_along(index, dim)]
 
     def backward(ctx, g):
         _check_kept(ctx)
@@ -1629,9 +1771,10 @@ class ScatterAdd(Function):
         _keep(ctx, index)
         ctx.dim, ctx.index = dim, index
         out = np.zeros(shape, g.data_.dtype)
-        idx = list(np.indices(index.shape, sparse=True))
-        idx[dim] = index
-        np.add.at(out, tuple(idx), g.data_)
+        if out.ndim == 0 or index.ndim == 0:  # a 0-d operand counts as 1-d
+            np.add.at(out.reshape(-1), index.reshape(-1), g.data_.reshape(-1))
+        else:
+            np.add.at(out, _along(index, dim), g.data_)
         return out
 
     def backward(ctx, gg):
@@ -1704,6 +1847,7 @@ class Softmax(Function):
         ctx.dim = dim
         ctx.save_output()
         x = ops.float_data(a)
+        dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
         e = np.exp(x - np.max(x, axis=dim, keepdims=True)) if x.size else x
         return (e / np.sum(e, axis=dim, keepdims=True)).astype(x.dtype) if x.size else x.copy()
 
@@ -1721,11 +1865,11 @@ class SoftmaxBackwardData(Function):
         ctx.dim = dim
         ctx.save(g if ctx.needs_input_grad[1] else None, y)
         gd, yd = g.data_, y.data_
-        return yd * (gd - np.sum(gd * yd, axis=dim, keepdims=True))
+        return yd * (gd - np.sum(gd * yd, axis=dim if yd.ndim else None, keepdims=True))
 
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
-        d = (ctx.dim,)
+        d = (ctx.dim,) if y.data_.ndim else ()
         gg_g = SoftmaxBackwardData.apply(gg, y, dim=ctx.dim) if ctx.needs_input_grad[0] else None
         gg_y = None
         if g is not None:
@@ -1744,6 +1888,7 @@ class LogSoftmax(Function):
         x = ops.float_data(a)
         if not x.size:
             return x.copy()
+        dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
         # array methods, not np.max/np.sum: those add a Python-level wrapper per call
         m = x.max(axis=dim, keepdims=True)
         return (x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))).astype(x.dtype)
@@ -1762,11 +1907,11 @@ class LogSoftmaxBackwardData(Function):
         ctx.dim = dim
         ctx.save(g if ctx.needs_input_grad[1] else None, y)
         gd = g.data_
-        return gd - np.exp(y.data_) * np.sum(gd, axis=dim, keepdims=True)
+        return gd - np.exp(y.data_) * np.sum(gd, axis=dim if gd.ndim else None, keepdims=True)
 
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
-        d = (ctx.dim,)
+        d = (ctx.dim,) if y.data_.ndim else ()
         gg_g = gg - ops.sum_dims(gg * ops.exp(y), d, True) if ctx.needs_input_grad[0] else None
         gg_y = -ops.sum_dims(g, d, True) * ops.exp(y) * gg if g is not None else None
         return gg_g, gg_y

@@ -242,9 +242,15 @@ class Function(Node):
         # a list comprehension, not a generator: this runs once per recorded op
         self.saved = tuple([SavedTensor(t) if type(t) is Tensor else t for t in tensors])
 
-    def save_output(self) -> None:
-        """Ask `apply` to save this node's output for backward (exp, tanh, ...)."""
-        self.saved = _SAVE_OUTPUT
+    def save_output(self, *tensors: Tensor | None) -> None:
+        """Ask `apply` to save this node's output for backward (exp, tanh, ...), after
+        the input tensors given (saved as `save` saves them): the output comes last in
+        `saved_tensors`, version-checked like any saved tensor."""
+        if tensors:
+            self.save(*tensors)
+            self.saved = self.saved + _SAVE_OUTPUT
+        else:
+            self.saved = _SAVE_OUTPUT
 
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
@@ -277,7 +283,13 @@ class Function(Node):
         ctx.saved = ()
         record = False
         if grad_mode.state.enabled and cls.differentiable:
-            needs = tuple([type(t) is Tensor and t._requires_grad for t in inputs])
+            needs = tuple(
+                [
+                    type(t) is Tensor
+                    and (t._requires_grad if t._base is None else t.requires_grad)
+                    for t in inputs
+                ]
+            )
             record = True in needs
         if not record:
             # shared all-False tuple: nothing is recorded, forward saves nothing
@@ -295,7 +307,7 @@ class Function(Node):
         # they are the bulk of a node's memory and of the objects the GC walks.
         edges = []
         metas = []
-        for t in inputs:
+        for t, need in zip(inputs, needs):  # noqa: B905 (same length by construction)
             if type(t) is Tensor:
                 d = t.data_
                 key = (d.shape, d.dtype)
@@ -303,12 +315,17 @@ class Function(Node):
                 if meta is None:
                     meta = _intern_meta(key)
                 metas.append(meta)
-                if not t._requires_grad:
+                if not need:
                     edges.append(_NO_EDGE)
-                elif t.grad_fn is not None:
-                    edges.append((t.grad_fn, t._output_nr))
-                else:
+                    continue
+                # a view's node may have to be re-derived first (the property does it)
+                fn = t._grad_fn if t._base is None else t.grad_fn
+                if fn is not None:
+                    edges.append((fn, t._output_nr))
+                elif t._requires_grad:
                     edges.append((t._accumulator(), 0))
+                else:  # a view made under no_grad: requires grad, but leads nowhere
+                    edges.append(_NO_EDGE)
             else:
                 edges.append(_NO_EDGE)
                 # a number operand: a 0-d constant of the op's dtype (as PyTorch wraps it)
@@ -328,8 +345,10 @@ class Function(Node):
         if not cls.multi_output:
             out = Tensor._make(data, True, ctx)
             ctx.outputs = weakref.ref(out)
-            if ctx.saved is _SAVE_OUTPUT:
-                ctx.saved = (SavedTensor(None, output_data=out.data_, counter=out._vc),)
+            saved = ctx.saved
+            if saved and saved[-1] is _OUTPUT:
+                own = SavedTensor(None, output_data=out.data_, counter=out._vc)
+                ctx.saved = saved[:-1] + (own,)
             return out
         outs = tuple(Tensor._make(d, True, ctx, None, i) for i, d in enumerate(data))
         ctx.outputs = tuple(weakref.ref(o) for o in outs)
@@ -349,7 +368,8 @@ class Freed:
 
 
 _FREED = Freed(None)
-_SAVE_OUTPUT = ("output",)
+_OUTPUT = object()  # where `apply` puts the saved output (see save_output)
+_SAVE_OUTPUT = (_OUTPUT,)
 _NO_EDGE = (None, 0)  # the edge of an operand that needs no gradient (shared by all nodes)
 _NO_NEEDS = [(False,) * n for n in range(8)]
 
@@ -382,8 +402,9 @@ def _tensor_class() -> Any:
 
 def _edge(t: Tensor | None) -> tuple[Node | None, int]:
     """The (node, output index) a gradient for `t` flows to."""
-    if t is None or type(t) is not Tensor or not t._requires_grad:
+    if t is None or type(t) is not Tensor or not t.requires_grad:
         return _NO_EDGE
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
-    return (t._accumulator(), 0)
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    return (t._accumulator(), 0) if t._requires_grad else _NO_EDGE

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins as _py
 import math
+import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from . import dtypes, grad_mode
 from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
-from .tensor import Tensor, _norm_dim
+from .tensor import Tensor, _norm_dim, check_no_overlap
 
 F: Any = None  # functions.py, bound at the end (it imports this module)
 
@@ -110,11 +111,20 @@ def _binary(
 
 
 def _dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    """The NumPy axes for `dim` (one dim or a list), normalised and checked as torch does.
+
+    A 0-d tensor accepts dim 0 and -1 (torch treats it as one element), but NumPy has
+    no axis to reduce over: the axes are then empty, which reduces nothing."""
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
-        return tuple(sorted(_norm_dim(int(d), ndim) for d in dim))
-    return (_norm_dim(int(dim), ndim),)
+        dims = [_norm_dim(int(d), ndim) for d in dim]
+        if len(set(dims)) != len(dims):
+            first = next(d for i, d in enumerate(dims) if d in dims[:i])
+            raise RuntimeError(f"dim {first} appears multiple times in the list of dims")
+        return tuple(sorted(dims)) if ndim else ()
+    d = _norm_dim(int(dim), ndim)
+    return (d,) if ndim else ()
 
 
 def _sum_dtype(t: Tensor, dtype: Any) -> np.dtype:
@@ -252,9 +262,16 @@ def neg(a: Tensor) -> Tensor:
 negative = neg
 
 
+def _check_int_divisor(tb: Tensor, dt: np.dtype) -> None:
+    """Integer division by zero is PyTorch's RuntimeError (NumPy would give 0)."""
+    if dt.kind in "iu" and not tb.data_.all():
+        raise RuntimeError("ZeroDivisionError")
+
+
 def floor_divide(a: Any, b: Any) -> Tensor:
     """a // b (no gradient)"""
     ta, tb, dt = _binary(a, b)
+    _check_int_divisor(tb, dt)
     with np.errstate(divide="ignore", invalid="ignore"):
         return Tensor._make(np.floor_divide(ta.data_.astype(dt), tb.data_.astype(dt)))
 
@@ -263,6 +280,7 @@ def remainder(a: Any, b: Any) -> Tensor:
     """a % b (Python's sign convention); differentiable in a (and in b when a tensor)."""
     ta, tb, dt = _binary(a, b)
     if not isinstance(a, Tensor) or dt.kind in _INT_KINDS:
+        _check_int_divisor(tb, dt)
         with np.errstate(divide="ignore", invalid="ignore"):
             return Tensor._make(np.mod(ta.data_.astype(dt), tb.data_.astype(dt)))
     if isinstance(b, Tensor):
@@ -397,6 +415,9 @@ def to_dtype(a: Tensor, dt: Any) -> Tensor:
     npdt = dt.np if isinstance(dt, DType) else np.dtype(dt)
     if a.data_.dtype == npdt:
         return a
+    if npdt.kind not in "fc":
+        # integer and bool results are not differentiable: no grad_fn, as in PyTorch
+        return Tensor._make(a.data_.astype(npdt))
     return F.ToCopy.apply(a, dtype=npdt)
 
 
@@ -499,12 +520,14 @@ def isfinite(a: Tensor) -> Tensor:
 
 def all(a: Tensor, dim: Any = None) -> Tensor:
     """True when all elements are non-zero."""
-    return Tensor._make(np.all(a.data_, axis=dim))
+    axis = None if dim is None else _dims(dim, a.data_.ndim)
+    return Tensor._make(np.all(a.data_, axis=axis))
 
 
 def any(a: Tensor, dim: Any = None) -> Tensor:
     """True when some element is non-zero."""
-    return Tensor._make(np.any(a.data_, axis=dim))
+    axis = None if dim is None else _dims(dim, a.data_.ndim)
+    return Tensor._make(np.any(a.data_, axis=axis))
 
 
 def where(cond: Any, a: Any = None, b: Any = None) -> Tensor:
@@ -627,10 +650,10 @@ def _extreme(kind: str, a: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
     if dim is None:
         return (F.Max if kind == "max" else F.Min).apply(a)
     d = _norm_dim(int(dim), a.data_.ndim)
-    if a.data_.ndim == 0:
-        return _ReturnTypes(kind, clone(a), Tensor._make(np.asarray(0)))
     fn = F.MaxDim if kind == "max" else F.MinDim
     values = fn.apply(a, dim=d, keepdim=keepdim)
+    if a.data_.ndim == 0:  # dim 0 of a 0-d tensor: the value itself, at index 0
+        return _ReturnTypes(kind, values, Tensor._make(np.zeros((), np.int64)))
     idx = (np.argmax if kind == "max" else np.argmin)(a.data_, axis=d)
     if keepdim:
         idx = np.expand_dims(idx, d)
@@ -663,7 +686,8 @@ def argmax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Index of the max (flattened when dim is None)."""
     if dim is None:
         return Tensor._make(np.asarray(np.argmax(a.data_), np.int64))
-    out = np.argmax(a.data_, axis=_norm_dim(dim, a.data_.ndim), keepdims=keepdim)
+    d = _norm_dim(dim, a.data_.ndim)
+    out = np.argmax(a.data_, axis=d if a.data_.ndim else None, keepdims=keepdim)
     return Tensor._make(out.astype(np.int64))
 
 
@@ -671,7 +695,8 @@ def argmin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Index of the min (flattened when dim is None)."""
     if dim is None:
         return Tensor._make(np.asarray(np.argmin(a.data_), np.int64))
-    out = np.argmin(a.data_, axis=_norm_dim(dim, a.data_.ndim), keepdims=keepdim)
+    d = _norm_dim(dim, a.data_.ndim)
+    out = np.argmin(a.data_, axis=d if a.data_.ndim else None, keepdims=keepdim)
     return Tensor._make(out.astype(np.int64))
 
 
@@ -698,7 +723,9 @@ def var(
 ) -> Tensor:
     """Variance (Bessel-corrected by default)."""
     corr = (1 if unbiased else 0) if correction is None else correction
-    return F.Var.apply(a, dims=_dims(dim, a.data_.ndim), correction=corr, keepdim=keepdim)
+    dims = _dims(dim, a.data_.ndim)
+    _check_dof("var", a, dims, corr)
+    return F.Var.apply(a, dims=dims, correction=corr, keepdim=keepdim, whole=dim is None)
 
 
 def std(
@@ -708,7 +735,24 @@ def std(
     if isinstance(unbiased, int) and not isinstance(unbiased, bool) and correction is None:
         correction, unbiased = unbiased, True
     corr = (1 if unbiased else 0) if correction is None else correction
-    return F.Std.apply(a, dims=_dims(dim, a.data_.ndim), correction=corr, keepdim=keepdim)
+    dims = _dims(dim, a.data_.ndim)
+    _check_dof("std", a, dims, corr)
+    return F.Std.apply(a, dims=dims, correction=corr, keepdim=keepdim, whole=dim is None)
+
+
+DOF_WARNING = (
+    "{}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+    "reduction factor (input numel divided by output numel). (Triggered internally at "
+    "/__w/pytorch/pytorch/aten/src/ATen/native/ReduceOps.cpp:1861.)"
+)
+
+
+def _check_dof(name: str, a: Tensor, dims: tuple[int, ...], correction: Any) -> None:
+    """PyTorch's warning when a var/std has no degrees of freedom left (its value is NaN)."""
+    x = a.data_
+    factor = math.prod(x.shape[d] for d in dims) if x.size else 0  # numel in / numel out
+    if factor - correction <= 0:
+        _config.warn(DOF_WARNING.format(name))
 
 
 def cumsum(a: Tensor, dim: int) -> Tensor:
@@ -719,7 +763,23 @@ def cumsum(a: Tensor, dim: int) -> Tensor:
 # ************************************************************ linear algebra
 
 
+# The C++ type names PyTorch's mm kernel prints for each dtype.
+_CPP_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+}
+
+
 def _matmul_dtype(a: Tensor, b: Tensor, name: str) -> np.dtype:
+    """The common dtype of a matrix product's operands; PyTorch's error (each kernel
+    words it its own way) when they differ."""
     if a.data_.dtype != b.data_.dtype:
         n1 = a.dtype.legacy.replace("Tensor", "")
         n2 = b.dtype.legacy.replace("Tensor", "")
@@ -727,9 +787,14 @@ def _matmul_dtype(a: Tensor, b: Tensor, name: str) -> np.dtype:
             raise RuntimeError(
                 f"dot : expected both vectors to have same dtype, but found {n1} and {n2}"
             )
-        raise RuntimeError(
-            f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
-        )
+        if name == "mv":  # addmv(self=vec-typed result, mat, vec)
+            raise RuntimeError(
+                f"addmv input tensors must have the same dtype, but got {n2}, {n1}, and {n2}"
+            )
+        if name == "bmm":
+            raise RuntimeError(f"expected scalar type {n1} but found {n2}")
+        c1, c2 = _CPP_NAMES[a.dtype.name], _CPP_NAMES[b.dtype.name]
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c1} != {c2}")
     return a.data_.dtype
 
 
@@ -765,13 +830,14 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(
             f"1D tensors expected, but got {a.data_.ndim}D and {b.data_.ndim}D tensors"
         )
+    dt = _matmul_dtype(a, b, "dot")  # PyTorch checks dtypes before sizes here
     if a.data_.shape != b.data_.shape:
         n1, n2 = a.data_.shape[0], b.data_.shape[0]
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{n1}] and src [{n2}] to have the "
             f"same number of elements, but got {n1} and {n2} elements respectively"
         )
-    return F.Dot.apply(a, b, dtype=_matmul_dtype(a, b, "dot"))
+    return F.Dot.apply(a, b, dtype=dt)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
@@ -917,6 +983,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
     """bias + a @ b (bias broadcast to the product)"""
+    dt = _addmm_dtype(bias, a, b)
     if a.data_.ndim != 2:
         raise RuntimeError("mat1 must be a matrix, got " + f"{a.data_.ndim}-D tensor")
     if b.data_.ndim != 2:
@@ -932,7 +999,19 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
             f"({bias.data_.shape[-1]}) at non-singleton dimension 1.  Target sizes: [{n}, {m}]."
             f"  Tensor sizes: {list(bias.data_.shape)}"
         ) from None
-    return F.Addmm.apply(bias, a, b, dtype=_matmul_dtype(a, b, "mm"))
+    return F.Addmm.apply(bias, a, b, dtype=dt)
+
+
+def _addmm_dtype(bias: Tensor, a: Tensor, b: Tensor) -> np.dtype:
+    """addmm's operands share one dtype; PyTorch checks that before any shape."""
+    for name, x in (("self", bias), ("mat1", a)):
+        if x.data_.dtype != b.data_.dtype:
+            n1 = x.dtype.legacy.replace("Tensor", "")
+            n2 = b.dtype.legacy.replace("Tensor", "")
+            raise RuntimeError(
+                f"{name} and mat2 must have the same dtype, but got {n1} and {n2}"
+            )
+    return a.data_.dtype
 
 
 # ************************************************************ shapes
@@ -1048,10 +1127,29 @@ def ravel(a: Tensor) -> Tensor:
     return reshape(a, (-1,))
 
 
-def _view_of(base: Tensor, out: Tensor) -> Tensor:
+# How a view was made, when that restricts in-place changes (PyTorch's CreationMeta)
+VIEW_NO_GRAD = 1  # under no_grad
+VIEW_MULTI_OUTPUT = 2  # by split/chunk/unbind, which return several views at once
+
+
+def _view_of(base: Tensor, out: Tensor, creation: int = 0) -> Tensor:
+    """Mark `out` as a view of `base`: it shares base's storage and version counter,
+    and its `_base` is the tensor that owns the storage."""
     out._vc = base._vc
     out._base = base._base if base._base is not None else base
+    out._view_version = base._vc[0]
+    if not grad_mode.state.enabled:
+        out._creation = VIEW_NO_GRAD
+    else:  # a view of a restricted view is restricted the same way
+        out._creation = creation or base._creation
     return out
+
+
+def _views_of(base: Tensor, outs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """The outputs of split/chunk/unbind: views that may not be changed in place."""
+    for o in outs:
+        _view_of(base, o, VIEW_MULTI_OUTPUT)
+    return outs
 
 
 def transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -1227,8 +1325,8 @@ def split(a: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor,
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                 f"size at dimension {d}), but got split_sizes={sizes}"
             )
-        return F.SplitWithSizes.apply(a, sizes=sizes, dim=d)
-    return F.Split.apply(a, sizes=sizes, dim=d)
+        return _views_of(a, F.SplitWithSizes.apply(a, sizes=sizes, dim=d))
+    return _views_of(a, F.Split.apply(a, sizes=sizes, dim=d))
 
 
 def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -1241,7 +1339,49 @@ def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 
 def unbind(a: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along dim."""
-    return F.Unbind.apply(a, dim=_norm_dim(dim, a.data_.ndim))
+    return _views_of(a, F.Unbind.apply(a, dim=_norm_dim(dim, a.data_.ndim)))
+
+
+def diagonal(a: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal of the (dim1, dim2) planes, as a view, in a last dim."""
+    nd = a.data_.ndim
+    d1, d2 = _norm_dim(dim1, nd), _norm_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _view_of(a, F.Diagonal.apply(a, offset=int(offset), d1=d1, d2=d2))
+
+
+def as_strided(a: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
+    """A view of a's storage with the given sizes and strides (in elements)."""
+    root = a._base if a._base is not None else a
+    store = root.data_
+    if not store.flags.c_contiguous:
+        raise RuntimeError("as_strided: adcli needs a contiguous base tensor")
+    size_t, stride_t = tuple(int(n) for n in size), tuple(int(n) for n in stride)
+    if len(size_t) != len(stride_t):
+        raise RuntimeError(
+            f"mismatch in length of strides and shape: {len(stride_t)} != {len(size_t)}"
+        )
+    if storage_offset is None:
+        item = store.itemsize
+        first = a.data_.__array_interface__["data"][0] - store.__array_interface__["data"][0]
+        storage_offset = first // item
+    need = storage_offset + 1 + _py.sum((n - 1) * st for n, st in zip(size_t, stride_t))
+    if 0 not in size_t and need > store.size:
+        raise RuntimeError(
+            f"setStorage: sizes {list(size_t)}, strides {list(stride_t)}, storage offset "
+            f"{storage_offset}, and itemsize {store.itemsize} requiring a storage size of "
+            f"{need * store.itemsize} are out of bounds for storage of size "
+            f"{store.size * store.itemsize}"
+        )
+    flat = store.reshape(-1)[storage_offset:]
+    strided = np.lib.stride_tricks.as_strided(
+        flat, size_t, tuple(st * store.itemsize for st in stride_t)
+    )
+    probe = Tensor._make(strided)
+    probe._base = a
+    idx = view_position(probe)
+    return _view_of(a, F.AsStrided.apply(a, index=idx, strided=strided))
 
 
 def narrow(a: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -1273,7 +1413,27 @@ def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
     if index.data_.dtype not in (np.int64, np.int32):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     d = _norm_dim(dim, a.data_.ndim)
+    _check_gather_index(a.data_.shape, d, index.data_)
     return F.Gather.apply(a, dim=d, index=index.data_)
+
+
+def _check_gather_index(shape: tuple[int, ...], dim: int, index: np.ndarray) -> None:
+    """PyTorch's checks: as many dims (0-d counting as 1-d), an index no larger than
+    the input apart from `dim`, every value within the size of `dim`."""
+    if _py.max(len(shape), 1) != _py.max(index.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for d in range(index.ndim):
+        if d != dim and d < len(shape) and index.shape[d] > shape[d]:
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index {list(index.shape)} to "
+                f"be no larger than self {list(shape)} apart from dimension {dim}"
+            )
+    size = shape[dim] if shape else 1
+    bad = (index < 0) | (index >= size)
+    if bad.any():
+        raise RuntimeError(
+            f"index {int(index[bad].flat[0])} is out of bounds for dimension {dim} with size {size}"
+        )
 
 
 def scatter_into(g: Tensor, dim: int, index: np.ndarray, shape: tuple[int, ...]) -> Tensor:
@@ -1489,25 +1649,89 @@ def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
     """Where a view's elements sit in its base, as an index into the base (arrays of
-    positions, from the memory the two share), or None when that cannot be told."""
+    positions, read from the memory the two share), or None when that cannot be told."""
     base = view._base
     if base is None:
         return None
     b, v = base.data_, view.data_
     if v.size == 0:
         return tuple(np.zeros(v.shape, np.intp) for _ in b.shape)
-    if not np.shares_memory(b, v) or _py.any(st < 0 for st in b.strides + v.strides):
+    if b.size == 0:
         return None
-    # flat C-order positions, laid out in memory exactly like the base
-    pos = np.empty_like(b, dtype=np.int64)
-    if pos.strides != tuple(st // b.itemsize * 8 for st in b.strides):
-        return None  # the base has gaps (itself a strided view): not handled
-    pos[...] = np.arange(b.size, dtype=np.int64).reshape(b.shape)
-    memory = np.lib.stride_tricks.as_strided(pos, (pos.size,), (8,))
-    offset = (v.__array_interface__["data"][0] - b.__array_interface__["data"][0]) // b.itemsize
-    vst = tuple(st // b.itemsize * 8 for st in v.strides)
-    flat = np.lib.stride_tricks.as_strided(memory[offset:], v.shape, vst).copy()
-    return np.unravel_index(flat, b.shape)
+    if b.ndim == 0:  # a 0-d base has no dims to index: its views are 1-element reshapes
+        return (None,) * v.ndim if v.size == 1 else None
+    # byte offsets of every element from the base's first byte, for both arrays
+    start = b.__array_interface__["data"][0]
+    base_off = _byte_offsets(b, 0).ravel()
+    view_off = _byte_offsets(v, v.__array_interface__["data"][0] - start).ravel()
+    order = np.argsort(base_off, kind="stable")
+    ranked = base_off[order]
+    k = np.minimum(np.searchsorted(ranked, view_off), ranked.size - 1)
+    if not np.array_equal(ranked[k], view_off):
+        return None  # the view is not inside the base's memory (its data was replaced)
+    return np.unravel_index(order[k].reshape(v.shape), b.shape)
+
+
+def _byte_offsets(a: np.ndarray, first: int) -> np.ndarray:
+    """Each element's byte offset in memory, `first` being the first element's."""
+    off = np.full(a.shape, first, np.int64)
+    for dim, (n, stride) in enumerate(zip(a.shape, a.strides, strict=True)):
+        shape = [1] * a.ndim
+        shape[dim] = n
+        off += (np.arange(n, dtype=np.int64) * stride).reshape(shape)
+    return off
+
+
+def view_rebase_message(view: Tensor, indirect: bool) -> str:
+    """PyTorch's error for changing in place a view that must not be (made under
+    no_grad, or one of several outputs), or whose base was changed in place."""
+    done = "its base or another view of its base has been" if indirect else "is being"
+    node = view._grad_fn
+    if node is not None:
+        name = re.sub(r"Backward\d*$", "", node.name())
+        msg = f"Output {view._output_nr} of {name} is a view and {done} modified inplace."
+    else:
+        msg = f"A view was created in no_grad mode and {done} modified inplace with grad mode enabled."
+    if view._creation == VIEW_MULTI_OUTPUT:
+        return msg + (
+            " This view is the output of a function that returns multiple views. Such "
+            "functions do not allow the output views to be modified inplace. You should "
+            "replace the inplace operation by an out-of-place one."
+        )
+    return msg + (
+        " Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+        "clarify your code by moving both the view and the inplace either both inside the "
+        "no_grad block (if you don't want the inplace to be tracked) or both outside (if you "
+        "want the inplace to be tracked)."
+    )
+
+
+def rebase_view(view: Tensor) -> None:
+    """Re-derive a view's grad_fn from its base after an in-place change to the base or
+    to another view of it: an AsStridedBackward0 into the base's current node."""
+    base = view._base
+    version = view._vc[0]
+    if view._grad_fn is None and not base._requires_grad:
+        view._view_version = version
+        return
+    if view._creation:
+        raise RuntimeError(view_rebase_message(view, indirect=True))
+    idx = view_position(view)
+    view._view_version = version
+    if idx is None:
+        return
+    with grad_mode.enable_grad():
+        fresh = F.AsStrided.apply(base, index=idx)
+    node = fresh.grad_fn
+    view._grad_fn = node
+    view._output_nr = 0
+    view._requires_grad = node is not None
+    if node is not None:
+        node.outputs = weakref.ref(view)
+        if view._retains_grad:
+            from .tensor import _register_retain
+
+            _register_retain(view)
 
 
 def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | None:
@@ -1536,12 +1760,7 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     base.data_[idx] = value.astype(base.data_.dtype, copy=False)
     base._vc[0] += 1
     _adopt_node(base, out)
-    fresh = F.AsStrided.apply(base, index=idx)
-    view.grad_fn = fresh.grad_fn
-    view._requires_grad = True
-    view._output_nr = 0
-    if fresh.grad_fn is not None:
-        fresh.grad_fn.outputs = weakref.ref(view)
+    # the view (sharing the base's version counter) re-derives its node when next read
     return view
 
 
@@ -1557,25 +1776,25 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     parts = _convert_index(index)
     idx = parts if len(parts) != 1 else parts[0]
     advanced = not _py.all(_is_basic(p) for p in parts)
+    v = value if isinstance(value, Tensor) else None
     if grad_mode.state.enabled:
-        base = a._base
         if a.grad_fn is None and a._requires_grad:
             raise RuntimeError(
                 ("a leaf Variable" if advanced else "a view of a leaf Variable")
                 + " that requires grad is being used in an in-place operation."
             )
-        if base is not None and base.grad_fn is None and base._requires_grad:
-            raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation."
-            )
-    v = value if isinstance(value, Tensor) else None
+        if a._creation and not advanced:
+            # PyTorch writes through a view `a[index]`, which is the one it names
+            getitem(a, idx)._check_inplace((v,))
+        a._check_inplace((v,))
     if v is None and not isinstance(value, (int, float, bool)):
         if isinstance(value, list):
             v = tensor(value, dtype=a.dtype)
         else:
             raise TypeError(f"can't assign a {_type_name(value)} to a Tensor")
-    record = grad_mode.state.enabled and (a._requires_grad or (v is not None and v._requires_grad))
+    record = grad_mode.state.enabled and (a.requires_grad or (v is not None and v.requires_grad))
+    if not advanced:
+        check_no_overlap(a.data_[idx] if isinstance(idx, tuple) else a.data_[idx, ...])
     if not record:
         a.data_[idx] = v.data_ if v is not None else value
         a._vc[0] += 1
@@ -1978,7 +2197,8 @@ TENSOR_METHODS = (
     "neg negative reciprocal square pow add sub mul div true_divide matmul mm mv dot outer "
     "sum mean prod max min amax amin argmax argmin norm logsumexp var std cumsum view "
     "reshape flatten ravel transpose swapaxes t permute squeeze unsqueeze expand expand_as "
-    "repeat flip split chunk unbind narrow select gather masked_fill softmax log_softmax "
+    "repeat flip split chunk unbind narrow select diagonal as_strided gather masked_fill "
+    "softmax log_softmax "
     "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
     "logical_not bmm addmm"
 ).split()

@@ -50,14 +50,15 @@ class Tensor:
         "data_",
         "_requires_grad",
         "_grad",
-        "grad_fn",
+        "_grad_fn",
         "_output_nr",
         "_vc",
         "_acc_ref",
         "_hooks",
         "_retains_grad",
         "_base",
-        "_view_index",
+        "_view_version",
+        "_creation",
         "_label",
         "__weakref__",
     )
@@ -78,14 +79,15 @@ class Tensor:
         t.data_ = data
         t._requires_grad = requires_grad
         t._grad = None
-        t.grad_fn = grad_fn
+        t._grad_fn = grad_fn
         t._output_nr = output_nr
         t._vc = vc if vc is not None else [0]
         t._acc_ref = None
         t._hooks = None
         t._retains_grad = False
         t._base = None
-        t._view_index = None
+        t._view_version = 0
+        t._creation = 0
         t._label = None
         return t
 
@@ -139,9 +141,36 @@ class Tensor:
         return self.grad_fn is None
 
     @property
+    def grad_fn(self) -> Node | None:
+        """The node that made this tensor (None for a leaf).  A view's node is
+        re-derived from its base (AsStridedBackward0) the first time it is read after
+        an in-place change to the base or to any view of it, as PyTorch does."""
+        if self._base is not None and self._view_version != self._vc[0]:
+            ops.rebase_view(self)
+        return self._grad_fn
+
+    @property
+    def _node(self) -> Node | None:
+        """grad_fn for readers outside scripts (reports, labels): None where reading
+        it would raise PyTorch's error for a view that can no longer be re-derived."""
+        try:
+            return self.grad_fn
+        except RuntimeError:
+            return None
+
+    @grad_fn.setter
+    def grad_fn(self, node: Node | None) -> None:
+        self._grad_fn = node
+        self._view_version = self._vc[0]
+
+    @property
     def requires_grad(self) -> bool:
-        """Whether gradients are computed for this tensor."""
-        return self._requires_grad
+        """Whether gradients are computed for this tensor (a view also when its base
+        requires grad, even if the view was taken under no_grad)."""
+        if self._requires_grad:
+            return True
+        base = self._base
+        return base is not None and (self._grad_fn is not None or base._requires_grad)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -244,7 +273,7 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep `.grad` for this non-leaf after backward."""
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
             return
@@ -253,7 +282,7 @@ class Tensor:
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """Call `hook(grad)` when the gradient for this tensor is computed."""
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is None:
             return _add_hook(self, "_hooks", hook)
@@ -313,7 +342,7 @@ class Tensor:
 
     def numpy(self) -> np.ndarray:
         """The NumPy array (only for tensors that do not require grad)."""
-        if self._requires_grad:
+        if self.requires_grad:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
@@ -328,7 +357,7 @@ class Tensor:
         return self.data_.reshape(()).item()
 
     def __float__(self) -> float:
-        if self._requires_grad:
+        if self.requires_grad:
             config.warn(
                 "Converting a tensor with requires_grad=True to a scalar may lead to "
                 "unexpected behavior.\nConsider using tensor.detach() first. (Triggered "
@@ -369,24 +398,33 @@ class Tensor:
     def __repr__(self) -> str:
         from .printing import format_tensor
 
+        try:
+            node = self.grad_fn
+            name = node.grad_fn_name if node is not None else None
+        except RuntimeError:  # a view whose node can no longer be re-derived
+            name = "Invalid"
         return format_tensor(
-            self.data_,
-            self.dtype.name,
-            grad_fn=self.grad_fn.grad_fn_name if self.grad_fn is not None else None,
-            requires_grad=self._requires_grad,
+            self.data_, self.dtype.name, grad_fn=name, requires_grad=self.requires_grad
         )
 
     __str__ = __repr__
 
     # ------------------------------------------------------------ in place
-    def _check_inplace(self) -> None:
-        """Refuse in-place ops on leaves (or views of leaves) that require grad."""
+    def _check_inplace(self, others: tuple[Any, ...] = ()) -> None:
+        """Refuse in-place ops that would record on a leaf that requires grad, a view
+        of a leaf, a view made under no_grad or one of several views made at once."""
         if not grad_mode.state.enabled:
             return
+        rg = self.requires_grad
+        if not rg and not any(isinstance(a, Tensor) and a.requires_grad for a in others):
+            return
         base = self._base
-        if base is not None and base.grad_fn is None and base._requires_grad:
-            raise RuntimeError(VIEW_LEAF_INPLACE)
-        if self.grad_fn is None and self._requires_grad:
+        if base is not None:
+            if self._creation:
+                raise RuntimeError(ops.view_rebase_message(self, indirect=False))
+            if rg and base._grad_fn is None:
+                raise RuntimeError(VIEW_LEAF_INPLACE)
+        if rg and self.grad_fn is None:
             raise RuntimeError(LEAF_INPLACE)
 
     def _inplace(self, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
@@ -396,18 +434,10 @@ class Tensor:
         snapshot (so the op's saved inputs are not the tensor being changed),
         and this tensor takes the op's node as its new grad_fn.
         """
-        self._check_inplace()
-        d = self.data_
-        if 0 in d.strides and any(
-            st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)
-        ):
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor refers "
-                "to a single memory location. Please clone() the tensor before performing the "
-                "operation."
-            )
+        self._check_inplace(args)
+        check_no_overlap(self.data_)
         record = grad_mode.state.enabled and (
-            self._requires_grad or any(isinstance(a, Tensor) and a._requires_grad for a in args)
+            self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
         )
         if not record:
             with grad_mode.no_grad():
@@ -422,7 +452,7 @@ class Tensor:
         # the pre-update value is a copy: its own version counter, so the op's saved
         # `self` (the original value, as PyTorch keeps it) is not invalidated below
         snapshot = Tensor._make(
-            self.data_.copy(), self._requires_grad, self.grad_fn, [self._vc[0]], self._output_nr
+            self.data_.copy(), self.requires_grad, self.grad_fn, [self._vc[0]], self._output_nr
         )
         snapshot._acc = self._acc
         result = fn(snapshot, *args, **kwargs)
@@ -476,18 +506,28 @@ class Tensor:
         return self._inplace(ops.exp)
 
     def __iadd__(self, other: Any) -> Tensor:
+        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+            return NotImplemented
         return self.add_(other)
 
     def __isub__(self, other: Any) -> Tensor:
+        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+            return NotImplemented
         return self.sub_(other)
 
     def __imul__(self, other: Any) -> Tensor:
+        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+            return NotImplemented
         return self.mul_(other)
 
     def __itruediv__(self, other: Any) -> Tensor:
+        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+            return NotImplemented
         return self.div_(other)
 
     def __ipow__(self, other: Any) -> Tensor:
+        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+            return NotImplemented
         return self.pow_(other)
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -497,49 +537,82 @@ class Tensor:
         return ops.getitem(self, index)
 
     # ------------------------------------------------------------ operators
+    # An operand that is neither a tensor nor a number returns NotImplemented, so
+    # Python raises its own TypeError ("unsupported operand type(s) for -=: 'Tensor'
+    # and 'NoneType'"), as torch's operators do.
     def __add__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.add(self, o)
 
     def __radd__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.add(self, o)
 
     def __sub__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.sub(self, o)
 
     def __rsub__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.rsub(self, o)
 
     def __mul__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.mul(self, o)
 
     def __rmul__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.mul(o, self) if isinstance(o, Tensor) else ops.mul(self, o)
 
     def __truediv__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.div(self, o)
 
     def __rtruediv__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.rdiv(self, o)
 
     def __floordiv__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.floor_divide(self, o)
 
     def __rfloordiv__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.floor_divide(ops.as_tensor_like(o, self), self)
 
     def __mod__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.remainder(self, o)
 
     def __pow__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.pow(self, o)
 
     def __rpow__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.rpow(self, o)
 
     def __matmul__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor:
+            return NotImplemented
         return ops.matmul(self, o)
 
     def __rmatmul__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor:
+            return NotImplemented
         return ops.matmul(o, self)
 
     def __neg__(self) -> Tensor:
@@ -555,24 +628,38 @@ class Tensor:
         return ops.logical_not(self)
 
     def __and__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.bitwise("and", self, o)
 
     def __or__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.bitwise("or", self, o)
 
     def __xor__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.bitwise("xor", self, o)
 
     def __lt__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.compare("lt", self, o)
 
     def __le__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.compare("le", self, o)
 
     def __gt__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.compare("gt", self, o)
 
     def __ge__(self, o: Any) -> Tensor:
+        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+            return NotImplemented
         return ops.compare("ge", self, o)
 
     def __eq__(self, o: Any) -> Tensor:  # type: ignore[override]
@@ -580,6 +667,22 @@ class Tensor:
 
     def __ne__(self, o: Any) -> Tensor:  # type: ignore[override]
         return ops.compare("ne", self, o)
+
+
+# The Python numbers a tensor operator takes as its other operand (bool is an int).
+_SCALARS = (int, float)
+
+
+def check_no_overlap(d: np.ndarray) -> None:
+    """Refuse to write into an array where several elements share memory (expand)."""
+    if 0 in d.strides and any(
+        st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)
+    ):
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers "
+            "to a single memory location. Please clone() the tensor before performing the "
+            "operation."
+        )
 
 
 def _write(t: Tensor, values: np.ndarray) -> None:

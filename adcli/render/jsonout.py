@@ -128,9 +128,9 @@ def tensor_to_json(t: Tensor) -> dict[str, Any]:
         "shape": [int(s) for s in t.data_.shape],
         "dtype": t.dtype.name,
         "value": array_to_json(t.data_),
-        "requires_grad": t._requires_grad,
-        "is_leaf": t.grad_fn is None,
-        "grad_fn": t.grad_fn.grad_fn_name if t.grad_fn is not None else None,
+        "requires_grad": t.requires_grad,
+        "is_leaf": t._node is None,
+        "grad_fn": t._node.grad_fn_name if t._node is not None else None,
         "grad": array_to_json(g.data_) if g is not None else None,
     }
 

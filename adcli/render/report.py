@@ -223,7 +223,7 @@ def _tensor_of(node: Node, index: int) -> Tensor | None:
     if isinstance(node, AccumulateGrad):
         return node.variable
     t = node.output_tensor(index)
-    if t is None or t.grad_fn is not node:
+    if t is None or t._node is not node:
         return None  # gone, or changed in place since (it now belongs to a later node)
     return t
 
@@ -421,7 +421,7 @@ def _row(it: _Item, event_kind: str, inputs: list[Tensor] | None) -> Row:
         shape=list(shape),
         dtype=dtype,
         value=_value_of(t, lab),
-        requires_grad=t._requires_grad if t is not None else True,
+        requires_grad=t.requires_grad if t is not None else True,
         is_leaf=is_leaf,
         grad_fn=None if is_leaf else node.grad_fn_name,
         flowed_grad=flowed,
@@ -435,8 +435,8 @@ def _row(it: _Item, event_kind: str, inputs: list[Tensor] | None) -> Row:
 
 
 def _edge_of(t: Tensor) -> tuple[Node | None, int]:
-    if t.grad_fn is not None:
-        return t.grad_fn, t._output_nr
+    if t._node is not None:
+        return t._node, t._output_nr
     return t._acc, 0
 
 
@@ -447,8 +447,8 @@ def _name_of(t: Tensor, names: dict[tuple[int, int], str]) -> str:
     lab = label_of(t)
     if lab is not None:
         return lab.name or lab.expr
-    if t.grad_fn is not None:
-        return t.grad_fn.grad_fn_name
+    if t._node is not None:
+        return t._node.grad_fn_name
     return "tensor"
 
 
@@ -524,8 +524,8 @@ def _build_show_report(
     seen: set[Node] = set()
     stack: list[Node] = []
     for t in tensors:
-        if t.grad_fn is not None:
-            stack.append(t.grad_fn)
+        if t._node is not None:
+            stack.append(t._node)
         elif t._requires_grad:
             stack.append(t._accumulator())
         else:
@@ -612,11 +612,11 @@ def _nonleaf_notes(items: list[_Item]) -> list[str]:
     out = []
     for it in items:
         lab, t = it.label, it.tensor
-        if lab is None or not lab.name or t is None or t.grad_fn is None:
+        if lab is None or not lab.name or t is None or t._node is None:
             continue
         if t._retains_grad or t._grad is not None or not _MADE_AS_LEAF.search(lab.expr or ""):
             continue
-        op = t.grad_fn.grad_fn_name
+        op = t._node.grad_fn_name
         out.append(
             f"{lab.name}{_where(lab)} is not a leaf: it is the result of {op}, so "
             f"{lab.name}.grad stays None; make the finished value the leaf (compute it, then "

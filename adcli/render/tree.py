@@ -49,8 +49,8 @@ def _roots(t: Tensor | Sequence[Tensor]) -> list[Tensor]:
 
 
 def _node_of(t: Tensor) -> Node | None:
-    if t.grad_fn is not None:
-        return t.grad_fn
+    if t._node is not None:
+        return t._node
     if t._requires_grad:
         return t._accumulator()
     return None
@@ -63,7 +63,7 @@ def _tensor_of(node: Node) -> Tensor | None:
     n = len(outs) if isinstance(outs, tuple) else 1
     for i in range(n):
         t = node.output_tensor(i)
-        if t is not None and t.grad_fn is node:
+        if t is not None and t._node is node:
             return t
     return None
 

@@ -66,8 +66,8 @@ class Converter:
     # ------------------------------------------------------------------ entry points
     def of_tensor(self, t: Tensor) -> Any:
         """The formula of a tensor in terms of the leaves of its graph."""
-        if t.grad_fn is not None:
-            return self.of_edge(t.grad_fn, t._output_nr)
+        if t._node is not None:
+            return self.of_edge(t._node, t._output_nr)
         if t._requires_grad:
             return self.of_edge(t._accumulator(), 0)
         return self.const(t)

@@ -242,7 +242,7 @@ class Tracker:
             outs = node.outputs
             for i in range(len(outs) if isinstance(outs, tuple) else 1):
                 t = node.output_tensor(i)
-                if t is None or t.grad_fn is not node:
+                if t is None or t._node is not node:
                     continue
                 if t._retains_grad or (inputs is not None and wanted(t)):
                     owners.append((t, (id(node), i)))
@@ -294,7 +294,7 @@ class Tracker:
                     expr = forward.of_edge(row.node, row.output_nr)
                     # a tensor changed in place since belongs to a later node: its values
                     # are not this node's any more
-                    current = t is not None and t.grad_fn is row.node
+                    current = t is not None and t._node is row.node
                     c = check(expr, row.value if current else None, tidy=False)
                     row.formula = _cell(c)
                     if c.ok is False and t is not None:
@@ -391,7 +391,7 @@ class Tracker:
                 if len(rec.parts) > 1:
                     what = f"sum of {len(rec.parts)} backward passes of ∂{root}/∂{wrt}"
                 return _line(lhs, checked, what, rec.value, t)
-            if t.grad_fn is None and not t._requires_grad:
+            if t._node is None and not t._requires_grad:
                 from adcli.render.report import inline_value
 
                 value = inline_value(_values(t), t.dtype.name)
@@ -568,7 +568,7 @@ def _key(edge: tuple[Any, int]) -> tuple[int, int]:
 def _changed_leaves(t: Tensor) -> list[str]:
     """Leaves of t's graph whose values changed in place since the graph used them."""
     out: list[str] = []
-    root = t.grad_fn
+    root = t._node
     if root is None:
         return out
     for n in gradients.graph_nodes([root]):
@@ -576,7 +576,7 @@ def _changed_leaves(t: Tensor) -> list[str]:
         saved = getattr(n, "saved", None) if not saved else saved
         for st in saved if isinstance(saved, tuple) else ():
             leaf = getattr(st, "tensor", None)
-            if leaf is None or leaf.grad_fn is not None or st.counter[0] == st.version:
+            if leaf is None or leaf._node is not None or st.counter[0] == st.version:
                 continue
             name = _name(leaf)
             if name not in out:
