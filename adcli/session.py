@@ -308,6 +308,8 @@ class Session:
 
     def explain(self, exc: BaseException | None) -> list[str]:
         """Beyond PyTorch's sentence: the script lines behind a saved-tensor error."""
+        if exc is not None and not isinstance(exc, SavedTensorError):
+            exc = exc.__cause__  # a script's `raise e` of the RuntimeError it caught
         if not isinstance(exc, SavedTensorError):
             return []
         node = exc.node

@@ -26,7 +26,8 @@ TORCH_OPS = (
     "concatenate stack split chunk unbind narrow select diagonal as_strided gather "
     "masked_fill softmax "
     "log_softmax logsumexp var std cumsum flip eq ne gt ge lt le "
-    "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not"
+    "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not "
+    "bmm addmm"
 ).split()
 
 FUNCTIONAL_OPS = (

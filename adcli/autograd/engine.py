@@ -124,17 +124,16 @@ def _make_grads(roots: list[Any], grads: list[Any]) -> list[Tensor | None]:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 g = Tensor._make(np.ones(r.data_.shape, r.data_.dtype))
         else:
-            raise TypeError(
-                f"gradients can be either Tensors or None, but got {type(g).__name__}"
-            )
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         out.append(g)
     return out
 
 
 def _check_roots(roots: list[Tensor]) -> None:
-    """The engine's own check: every output must lead into the graph."""
+    """The engine's own check: every output must lead into the graph (a view made
+    under no_grad of a tensor that requires grad requires grad, but leads nowhere)."""
     for i, r in enumerate(roots):
-        if not r.requires_grad:
+        if r.grad_fn is None and not r._requires_grad:
             raise RuntimeError(
                 f"element {i} of tensors does not require grad and does not have a grad_fn"
             )
@@ -438,10 +437,11 @@ def _run(
                             single = None
                         heappush(heap, (-nxt.seq, tie, nxt))
                         tie += 1
-            # Nodes skipped because grads never arrived still have to be released.
+            # Nodes skipped because grads never arrived still have to be released; a
+            # target with nothing needed beyond it never runs in PyTorch: it keeps them.
         if not retain_graph:
             for node in deps:
-                if isinstance(node, Function) and (needed is None or node in needed):
+                if isinstance(node, Function) and (through is None or node in through):
                     node.release(freed)
     finally:
         grad_mode.state.enabled = prev_mode

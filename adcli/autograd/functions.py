@@ -160,6 +160,48 @@ class Div(Function):
         return ga, gb
 
 
+def rounded_div(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    """a / b rounded toward zero ("trunc") or down ("floor", Python's `//`: NumPy's
+    floor_divide is the same algorithm); integers truncate as C does."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if mode == "floor":
+            return np.floor_divide(a, b)
+        if np.result_type(a, b).kind in "iub":
+            q = np.abs(a) // np.abs(b)
+            return np.where((a < 0) != (b < 0), -q, q)
+        return np.trunc(a / b)
+
+
+class DivRounding(Function):
+    """a / b rounded (`rounding_mode="trunc"` or `"floor"`): the gradient is zero"""
+
+    grad_fn_name = "DivBackward2"
+
+    def forward(ctx, a, b, dtype, mode):
+        return rounded_div(_d(a, dtype), _d(b, dtype), mode)
+
+    def backward(ctx, g):
+        need_a, need_b = ctx.needs_input_grad
+        return (_zeros_like(g) if need_a else None), (_zeros_like(g) if need_b else None)
+
+
+class NotImplementedOp(Function):
+    """an operation PyTorch gives no derivative (`x // y`, a number % x): backward raises"""
+
+    grad_fn_name = "NotImplemented"
+
+    def name(self) -> str:
+        """`torch::autograd::NotImplemented`, as PyTorch's `name()` spells it."""
+        return "torch::autograd::NotImplemented"
+
+    def forward(ctx, *operands, value, op):
+        ctx.op = op
+        return value
+
+    def backward(ctx, *grads):
+        raise RuntimeError(f"derivative for {ctx.op} is not implemented")
+
+
 class DivScalar(Function):
     """a / number, as PyTorch's C++ code calls it (`DivBackward1`; Python's `x / 2`
     wraps the number in a tensor and is DivBackward0)"""
@@ -176,6 +218,34 @@ class DivScalar(Function):
         return (DivScalar.apply(g, other=ctx.other),)
 
 
+class MulScalar(Function):
+    """a * number, as PyTorch's C++ code calls it (`MulBackward1`; Python's `x * 2`
+    wraps the number in a tensor and is MulBackward0)"""
+
+    grad_fn_name = "MulBackward1"
+
+    def forward(ctx, a, other):
+        ctx.other = other
+        x = a.data_
+        return x * np.asarray(other, x.dtype)
+
+    def backward(ctx, g):
+        return (MulScalar.apply(g, other=ctx.other),)
+
+
+class AddScalar(Function):
+    """a + number, as PyTorch's C++ code calls it (`AddBackward1`)"""
+
+    grad_fn_name = "AddBackward1"
+
+    def forward(ctx, a, other):
+        x = a.data_
+        return x + np.asarray(other, x.dtype)
+
+    def backward(ctx, g):
+        return (g,)
+
+
 class Pow(Function):
     """a ** exponent, for a Python number exponent."""
 
@@ -184,15 +254,33 @@ class Pow(Function):
     def forward(ctx, a, exponent, dtype):
         ctx.exponent = exponent
         ctx.save(a)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return np.power(_d(a, dtype), np.asarray(exponent, dtype))
+        return _pow_scalar(_d(a, dtype), exponent)
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         e = ctx.exponent
         if e == 0:
-            return (g * 0,)
+            return (_zeros_like(a),)
         return (g * (e * a ** (e - 1)),)
+
+
+def _pow_scalar(x: np.ndarray, e: Any) -> np.ndarray:
+    """x ** e as PyTorch's kernel computes it: products for 2, 3 and -2, sqrt for 0.5,
+    1 / sqrt for -0.5, 1 / x for -1 (so (-0.) ** -0.5 is -inf, as 1 / -0.)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if x.dtype.kind == "f":
+            one = x.dtype.type(1)
+            special = {
+                2: lambda: x * x,
+                3: lambda: x * x * x,
+                -2: lambda: one / (x * x),
+                0.5: lambda: np.sqrt(x),
+                -0.5: lambda: one / np.sqrt(x),
+                -1: lambda: one / x,
+            }.get(e)
+            if special is not None and not isinstance(e, bool):
+                return special()
+        return np.power(x, np.asarray(e, x.dtype))
 
 
 class PowTensor(Function):
@@ -269,13 +357,16 @@ class Maximum(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(a, b)
-        return np.maximum(_d(a, dtype), _d(b, dtype))
+        x, y = _d(a, dtype), _d(b, dtype)
+        return _zero_ties(np.maximum(x, y), x, y)
 
     def backward(ctx, g):
+        # PyTorch: where(a == b, g / 2, g) masked to 0 where the other operand wins
+        # (so both operands get g where one is NaN)
         a, b = ctx.saved_tensors
-        half = g / 2
-        ga = ops.where(a > b, g, ops.where(a == b, half, 0.0))
-        gb = ops.where(b > a, g, ops.where(a == b, half, 0.0))
+        shared = ops.where(a == b, DivScalar.apply(g, other=2), g)
+        ga = ops.masked_fill(shared, a < b, 0.0) if ctx.needs_input_grad[0] else None
+        gb = ops.masked_fill(shared, a > b, 0.0) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -286,14 +377,51 @@ class Minimum(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(a, b)
-        return np.minimum(_d(a, dtype), _d(b, dtype))
+        x, y = _d(a, dtype), _d(b, dtype)
+        return _zero_ties(np.minimum(x, y), x, y)
 
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        half = g / 2
-        ga = ops.where(a < b, g, ops.where(a == b, half, 0.0))
-        gb = ops.where(b < a, g, ops.where(a == b, half, 0.0))
+        shared = ops.where(a == b, DivScalar.apply(g, other=2), g)
+        ga = ops.masked_fill(shared, a > b, 0.0) if ctx.needs_input_grad[0] else None
+        gb = ops.masked_fill(shared, a < b, 0.0) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+
+def _zero_ties(out: np.ndarray, x: np.ndarray, y: np.ndarray, simd: Any = None) -> np.ndarray:
+    """Settle the sign of a tie between -0. and 0. as PyTorch's elementwise loop does:
+    its SIMD blocks return the later operand y, its one-at-a-time tail the earlier x
+    (`simd`: the positions of the blocks, when the loop had more operands).  NaN and
+    every other tie look the same either way."""
+    ties = (x == 0) & (y == 0) & (np.signbit(x) != np.signbit(y))
+    if not ties.any():
+        return out
+    if simd is None:
+        simd = _simd_positions(out.shape, (x, y), out.dtype)
+    pick = np.where(simd, np.broadcast_to(y, out.shape), np.broadcast_to(x, out.shape))
+    return np.where(ties, pick, out)
+
+
+def _simd_positions(shape: tuple[int, ...], operands: tuple[np.ndarray, ...], dt: Any) -> Any:
+    """True where PyTorch's CPU loop computes an element in a SIMD block: the loop
+    runs over the innermost dims (merged while every operand is laid out contiguously
+    or broadcast across them), two AVX2 vectors at a time, the remainder one by one."""
+    if not shape or 0 in shape:
+        return False
+    lanes = 32 // np.dtype(dt).itemsize
+    strides = [[s // o.itemsize for s in np.broadcast_to(o, shape).strides] for o in operands]
+    dims = [d for d in range(len(shape)) if shape[d] != 1] or [len(shape) - 1]
+    inner = shape[dims[-1]]
+    last = dims[-1]
+    inner_strides = [st[last] for st in strides]
+    if any(v not in (0, 1) for v in inner_strides) or inner_strides.count(0) > 1:
+        return False  # strided, or more than one broadcast operand: the scalar loop only
+    for d in reversed(dims[:-1]):
+        if not all(st[d] == st[last] * inner for st in strides):
+            break
+        inner *= shape[d]
+    blocked = inner // (2 * lanes) * 2 * lanes
+    return (np.arange(int(np.prod(shape))) % inner < blocked).reshape(shape)
 
 
 # ************************************************************ unary
@@ -507,7 +635,8 @@ class ThresholdBackward(Function):
 
     def forward(ctx, g, r):
         ctx.save(r)
-        return np.where(r.data_ > 0, g.data_, np.zeros((), g.data_.dtype))
+        # PyTorch's threshold_backward: 0 where r <= 0 (a NaN lets g through)
+        return np.where(r.data_ <= 0, np.zeros((), g.data_.dtype), g.data_)
 
     def backward(ctx, gg):
         (r,) = ctx.saved_tensors
@@ -631,10 +760,14 @@ class ClampTensor(Function):
     def forward(ctx, a, lo, hi, dtype):
         ctx.save(a, lo, hi)
         x = _d(a, dtype)
+        bounds = [_d(t, dtype) for t in (lo, hi) if t is not None]
+        shape = np.broadcast_shapes(x.shape, *(b.shape for b in bounds))
+        simd = _simd_positions(shape, (x, *bounds), x.dtype)
+        # minimum(maximum(x, lo), hi), each settling its zero ties like maximum does
         if lo is not None:
-            x = np.maximum(x, _d(lo, dtype))
+            x = _zero_ties(np.maximum(x, bounds[0]), x, bounds[0], simd)
         if hi is not None:
-            x = np.minimum(x, _d(hi, dtype))
+            x = _zero_ties(np.minimum(x, bounds[-1]), x, bounds[-1], simd)
         return x
 
     def backward(ctx, g):
@@ -671,6 +804,8 @@ class Sign(_ZeroGrad):
 
     def forward(ctx, a):
         x = a.data_
+        if x.dtype == np.bool_:
+            return x.copy()
         # PyTorch's sign is (0 < x) - (x < 0): 0 for NaN, +0 for -0
         return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
 
@@ -1031,15 +1166,18 @@ class Norm(Function):
         p = ctx.p
         g = _unreduce(g, ctx.shape, dims, ctx.keepdim)
         if p == 0:
-            return (a * 0,)
+            return (None,)  # PyTorch gives no gradient at all (an undefined tensor)
         if p == 1:
             return (ops.sign(a) * g,)
         # PyTorch's linalg_vector_norm_backward (0 where the norm is 0)
         r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
         if p == 2:
-            return (a * ops.where(r == 0, 0.0, g / r),)
+            # PyTorch: g * (a / r), 0 where the norm is 0 (the sign is g's)
+            return (g * ops.where(r == 0, 0.0, a / r),)
         if p == float("inf"):
-            mask = ops.to_dtype(ops.abs(a) == r, a.data_.dtype)
+            # the extreme elements, or the NaNs (a NaN's sign is 0: its share vanishes)
+            absolute = ops.abs(a)
+            mask = ops.to_dtype((absolute == r) | ops.isnan(absolute), a.data_.dtype)
             return (ops.sign(a) * ((g / ops.sum_dims(mask, dims, True)) * mask),)
         if p < 1:
             scaled = ops.sign(a) * ops.where(a == 0, 0.0, ops.abs(a) ** (p - 1))
@@ -1130,7 +1268,10 @@ class Cumsum(Function):
         x = a.data_
         if x.ndim == 0:  # dim 0 of a 0-d tensor: the tensor itself, still 0-d
             return np.cumsum(x).reshape(())
-        return np.cumsum(x, axis=dim)
+        # PyTorch adds from +0. in double for float32 (so -0. sums to 0.)
+        acc = np.float64 if x.dtype.kind == "f" and x.dtype.itemsize < 8 else None
+        out = np.cumsum(x, axis=dim, dtype=acc).astype(x.dtype, copy=False)
+        return out + x.dtype.type(0) if x.dtype.kind == "f" else out
 
     def backward(ctx, g):
         if g.data_.ndim == 0:
@@ -1224,16 +1365,30 @@ class Addmm(Function):
 
     grad_fn_name = "AddmmBackward0"
 
-    def forward(ctx, bias, x, w, dtype):
+    def forward(ctx, bias, x, w, dtype, beta=1, alpha=1):
         n = ctx.needs_input_grad
+        ctx.beta, ctx.alpha = beta, alpha
         ctx.save(w if n[1] else None, x if n[2] else None)
-        return _d(bias, dtype) + _d(x, dtype) @ _d(w, dtype)
+        prod = _blas_mm(_d(x, dtype), _d(w, dtype))
+        if alpha != 1:
+            prod = prod * np.asarray(alpha, dtype)
+        if beta == 0:  # the bias is not read at all: its NaNs do not propagate
+            return prod
+        b = _d(bias, dtype)
+        return (b if beta == 1 else b * np.asarray(beta, dtype)) + prod
 
     def backward(ctx, g):
+        # PyTorch's maybe_multiply: a factor of 1 is not applied (no node)
         w, x = ctx.saved_tensors
         gx = ops.mm(g, ops.t(w)) if w is not None else None
         gw = ops.mm(ops.t(x), g) if x is not None else None
-        return g, gx, gw
+        return tuple(_times(t, f) for t, f in ((g, ctx.beta), (gx, ctx.alpha), (gw, ctx.alpha)))
+
+
+def _times(t: Tensor | None, factor: Any) -> Tensor | None:
+    """t * factor as PyTorch's C++ code multiplies by a number (MulBackward1), or t
+    itself when the factor is 1."""
+    return t if t is None or factor == 1 else MulScalar.apply(t, other=factor)
 
 
 # ************************************************************ shapes and views
@@ -1856,6 +2011,15 @@ class Softmax(Function):
         return (SoftmaxBackwardData.apply(g, y, dim=ctx.dim),)
 
 
+def _row_sum(x: np.ndarray, dim: int) -> np.ndarray:
+    """Sum along dim (kept) as PyTorch's softmax backward kernels add: along the last
+    dim from the first element (a row of -0. sums to -0.), along another from +0."""
+    if not x.ndim:
+        return x.copy()
+    last = dim % x.ndim == x.ndim - 1
+    return np.sum(x, axis=dim, keepdims=True, initial=-0.0 if last else 0.0)
+
+
 class SoftmaxBackwardData(Function):
     """softmax's gradient y * (g - sum(g * y)) along dim"""
 
@@ -1865,7 +2029,7 @@ class SoftmaxBackwardData(Function):
         ctx.dim = dim
         ctx.save(g if ctx.needs_input_grad[1] else None, y)
         gd, yd = g.data_, y.data_
-        return yd * (gd - np.sum(gd * yd, axis=dim if yd.ndim else None, keepdims=True))
+        return yd * (gd - _row_sum(gd * yd, dim))
 
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
@@ -1907,7 +2071,7 @@ class LogSoftmaxBackwardData(Function):
         ctx.dim = dim
         ctx.save(g if ctx.needs_input_grad[1] else None, y)
         gd = g.data_
-        return gd - np.exp(y.data_) * np.sum(gd, axis=dim if gd.ndim else None, keepdims=True)
+        return gd - np.exp(y.data_) * _row_sum(gd, dim)
 
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
@@ -2110,7 +2274,8 @@ class NllLoss(Function):
             raise IndexError(f"Target {bad} is out of bounds.")
         wt = _nll_weights(weight, valid, safe, x.dtype)
         picked = _pick(xx, safe)
-        losses = -picked * wt
+        # an ignored target contributes an exact +0 (not -logp * 0: NaN for -inf)
+        losses = np.where(valid, -picked * wt, np.zeros((), x.dtype))
         ctx.params = (weight, target, reduction, ignore_index)
         ctx.save(logp)
         if reduction == "none":
@@ -2152,10 +2317,12 @@ class NllLossBackward(Function):
             g.data_.reshape(wt.shape) if reduction == "none" else np.broadcast_to(g.data_, wt.shape)
         )
         out = np.zeros(x.shape if batched else (1,) + x.shape, x.dtype)
+        # nothing is written for an ignored target: its row stays +0
+        vals = np.where(valid, gd * coeff, np.zeros((), x.dtype))
         if out.ndim == 2:  # (batch, classes): plain fancy indexing, one entry per row
-            out[np.arange(out.shape[0]), safe] = gd * coeff
+            out[np.arange(out.shape[0]), safe] = vals
         else:
-            np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(gd * coeff, 1), 1)
+            np.put_along_axis(out, np.expand_dims(safe, 1), np.expand_dims(vals, 1), 1)
         return out if batched else out[0]
 
     def backward(ctx, gg):
@@ -2178,7 +2345,7 @@ class ZeroFill(Function):
         return np.zeros_like(t.data_)
 
     def backward(ctx, g):
-        return (g * 0,)
+        return (_zeros_like(g),)  # PyTorch's zeros_like(grad): +0, whatever g's signs
 
 
 class FillScalar(Function):
@@ -2190,7 +2357,7 @@ class FillScalar(Function):
         return np.full_like(t.data_, value)
 
     def backward(ctx, g):
-        return (g * 0,)
+        return (_zeros_like(g),)
 
 
 class FillTensor(Function):
@@ -2202,7 +2369,7 @@ class FillTensor(Function):
         return np.full_like(t.data_, v.data_)
 
     def backward(ctx, g):
-        return g * 0, ops.sum(g)
+        return _zeros_like(g), ops.sum(g)
 
 
 class CopyFrom(Function):
@@ -2218,7 +2385,7 @@ class CopyFrom(Function):
         return np.broadcast_to(src.data_, t.data_.shape).astype(t.data_.dtype)
 
     def backward(ctx, g):
-        return g * 0, g
+        return _zeros_like(g), g
 
 
 def _all_functions() -> dict[str, type[Function]]:

@@ -285,8 +285,7 @@ class Function(Node):
         if grad_mode.state.enabled and cls.differentiable:
             needs = tuple(
                 [
-                    type(t) is Tensor
-                    and (t._requires_grad if t._base is None else t.requires_grad)
+                    type(t) is Tensor and (t._requires_grad if t._base is None else t.requires_grad)
                     for t in inputs
                 ]
             )

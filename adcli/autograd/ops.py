@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes, grad_mode
+from . import dtypes, grad_mode, ranges
 from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
@@ -118,11 +118,8 @@ def _dims(dim: Any, ndim: int) -> tuple[int, ...]:
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
-        dims = [_norm_dim(int(d), ndim) for d in dim]
-        if len(set(dims)) != len(dims):
-            first = next(d for i, d in enumerate(dims) if d in dims[:i])
-            raise RuntimeError(f"dim {first} appears multiple times in the list of dims")
-        return tuple(sorted(dims)) if ndim else ()
+        dims = _unique_dims(dim, ndim)
+        return dims if ndim else ()
     d = _norm_dim(int(dim), ndim)
     return (d,) if ndim else ()
 
@@ -191,16 +188,22 @@ def mul(a: Any, b: Any) -> Tensor:
 
 
 def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
-    """a / b (true division: integers give floats)"""
-    if rounding_mode == "floor":
-        return floor_divide(a, b)
+    """a / b (true division: integers give floats); rounding_mode "trunc" or "floor"
+    rounds the quotient, with a zero gradient (DivBackward2)."""
+    if rounding_mode is not None:
+        if rounding_mode not in ("trunc", "floor"):
+            raise RuntimeError(
+                "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                f"'{rounding_mode}'"
+            )
+        ta, tb, dt = _binary(a, b, const=True)
+        if dt.kind in _INT_KINDS:
+            _check_int_divisor(tb, dt)
+        return F.DivRounding.apply(ta, tb, dtype=dt, mode=rounding_mode)
     ta, tb, dt = _binary(a, b, const=True)
     if dt.kind in _INT_KINDS:
         dt = dtypes.DEFAULT_FLOAT.np
-    out = F.Div.apply(ta, tb, dtype=dt)
-    if rounding_mode == "trunc":
-        out = Tensor._make(np.trunc(out.data_))
-    return out
+    return F.Div.apply(ta, tb, dtype=dt)
 
 
 true_divide = div
@@ -269,11 +272,18 @@ def _check_int_divisor(tb: Tensor, dt: np.dtype) -> None:
 
 
 def floor_divide(a: Any, b: Any) -> Tensor:
-    """a // b (no gradient)"""
+    """a // b: PyTorch records it without a derivative (backward through it raises)"""
     ta, tb, dt = _binary(a, b)
     _check_int_divisor(tb, dt)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return Tensor._make(np.floor_divide(ta.data_.astype(dt), tb.data_.astype(dt)))
+    value = F.rounded_div(ta.data_.astype(dt), tb.data_.astype(dt), "floor")
+    return not_implemented("aten::floor_divide", value, ta, tb)
+
+
+def not_implemented(op: str, value: np.ndarray, *operands: Tensor) -> Tensor:
+    """`value` with PyTorch's NotImplemented grad_fn when an operand requires grad: an
+    edge to each such operand only, and a backward that raises."""
+    needy = [t for t in operands if t.requires_grad]
+    return F.NotImplementedOp.apply(*needy, value=value, op=op)
 
 
 def remainder(a: Any, b: Any) -> Tensor:
@@ -281,23 +291,36 @@ def remainder(a: Any, b: Any) -> Tensor:
     ta, tb, dt = _binary(a, b)
     if not isinstance(a, Tensor) or dt.kind in _INT_KINDS:
         _check_int_divisor(tb, dt)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return Tensor._make(np.mod(ta.data_.astype(dt), tb.data_.astype(dt)))
+        # a number % tensor has no derivative in PyTorch (NotImplemented grad_fn)
+        value = F._remainder(ta.data_.astype(dt), tb.data_.astype(dt))
+        return not_implemented("aten::remainder", value, ta, tb)
     if isinstance(b, Tensor):
         return F.RemainderTensor.apply(ta, tb, dtype=dt)
     return F.Remainder.apply(ta, other=b, dtype=dt)
 
 
-def maximum(a: Tensor, b: Tensor) -> Tensor:
-    """Elementwise max of two tensors."""
+def maximum(a: Tensor, b: Tensor, _method: bool = False) -> Tensor:
+    """Elementwise max of two tensors (numbers are refused, as by PyTorch)."""
+    _tensor_operands("maximum", a, b, _method)
     ta, tb, dt = _binary(a, b)
     return F.Maximum.apply(ta, tb, dtype=dt)
 
 
-def minimum(a: Tensor, b: Tensor) -> Tensor:
-    """Elementwise min of two tensors."""
+def minimum(a: Tensor, b: Tensor, _method: bool = False) -> Tensor:
+    """Elementwise min of two tensors (numbers are refused, as by PyTorch)."""
+    _tensor_operands("minimum", a, b, _method)
     ta, tb, dt = _binary(a, b)
     return F.Minimum.apply(ta, tb, dtype=dt)
+
+
+def _tensor_operands(name: str, a: Any, b: Any, method: bool) -> None:
+    """PyTorch's argument parser error for an operand that is not a tensor."""
+    for arg, pos, v in (("input", 1, a), ("other", 1 if method else 2, b)):
+        if not isinstance(v, Tensor):
+            raise TypeError(
+                f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not "
+                f"{type(v).__name__}"
+            )
 
 
 # ************************************************************ unary
@@ -455,12 +478,17 @@ def bitwise(kind: str, a: Any, b: Any) -> Tensor:
 
 
 def logical_not(a: Tensor) -> Tensor:
-    """not a (bool result)"""
+    """not a (bool result: True where a is zero)"""
+    return Tensor._make(np.logical_not(a.data_))
+
+
+def bitwise_not(a: Tensor) -> Tensor:
+    """~a: logical not of bools, bitwise not of integers"""
     if a.data_.dtype == np.bool_:
         return Tensor._make(np.logical_not(a.data_))
     if a.data_.dtype.kind in "iu":
         return Tensor._make(np.invert(a.data_))
-    raise RuntimeError("bitwise_not_cpu not implemented for 'Float'")
+    raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
 
 
 def eq(a: Any, b: Any) -> Tensor:
@@ -518,16 +546,27 @@ def isfinite(a: Tensor) -> Tensor:
     return Tensor._make(np.isfinite(a.data_))
 
 
-def all(a: Tensor, dim: Any = None) -> Tensor:
-    """True when all elements are non-zero."""
-    axis = None if dim is None else _dims(dim, a.data_.ndim)
-    return Tensor._make(np.all(a.data_, axis=axis))
+def all(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """True when all elements (along dim) are non-zero."""
+    return _logical_reduce(np.all, a, dim, keepdim)
 
 
-def any(a: Tensor, dim: Any = None) -> Tensor:
-    """True when some element is non-zero."""
-    axis = None if dim is None else _dims(dim, a.data_.ndim)
-    return Tensor._make(np.any(a.data_, axis=axis))
+def _logical_reduce(fn: Any, a: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    """all/any: a bool result (uint8 for uint8 input, as PyTorch keeps it)."""
+    x = a.data_
+    if dim is None:
+        axis = None
+    else:
+        dims = dim if isinstance(dim, (list, tuple)) else (dim,)
+        axis = _unique_dims(dims, x.ndim)  # checked even for a 0-d tensor,
+        axis = axis if x.ndim else None  # which stays 0-d
+    out = np.asarray(fn(x, axis=axis, keepdims=keepdim and dim is not None))
+    return Tensor._make(out.astype(np.uint8) if x.dtype == np.uint8 else out)
+
+
+def any(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """True when some element (along dim) is non-zero."""
+    return _logical_reduce(np.any, a, dim, keepdim)
 
 
 def where(cond: Any, a: Any = None, b: Any = None) -> Tensor:
@@ -981,8 +1020,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return out
 
 
-def addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
-    """bias + a @ b (bias broadcast to the product)"""
+def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """beta * bias + alpha * (a @ b) (bias broadcast to the product; ignored, NaNs
+    included, when beta is 0)"""
     dt = _addmm_dtype(bias, a, b)
     if a.data_.ndim != 2:
         raise RuntimeError("mat1 must be a matrix, got " + f"{a.data_.ndim}-D tensor")
@@ -999,7 +1039,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
             f"({bias.data_.shape[-1]}) at non-singleton dimension 1.  Target sizes: [{n}, {m}]."
             f"  Tensor sizes: {list(bias.data_.shape)}"
         ) from None
-    return F.Addmm.apply(bias, a, b, dtype=dt)
+    return F.Addmm.apply(bias, a, b, dtype=dt, beta=beta, alpha=alpha)
 
 
 def _addmm_dtype(bias: Tensor, a: Tensor, b: Tensor) -> np.dtype:
@@ -1008,9 +1048,7 @@ def _addmm_dtype(bias: Tensor, a: Tensor, b: Tensor) -> np.dtype:
         if x.data_.dtype != b.data_.dtype:
             n1 = x.dtype.legacy.replace("Tensor", "")
             n2 = b.dtype.legacy.replace("Tensor", "")
-            raise RuntimeError(
-                f"{name} and mat2 must have the same dtype, but got {n1} and {n2}"
-            )
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {n1} and {n2}")
     return a.data_.dtype
 
 
@@ -1201,8 +1239,23 @@ def unsqueeze(a: Tensor, dim: int) -> Tensor:
 
 def expand(a: Tensor, *shape: Any) -> Tensor:
     """Broadcast to `shape` (-1 keeps a size)."""
-    s = list(_shape_arg(shape))
-    src = a.data_.shape
+    shape_t = _expanded_shape(a, list(_shape_arg(shape)))
+    return _view_of(a, F.Expand.apply(a, shape=shape_t))
+
+
+def _check_copy_shape(v: Tensor, shape: tuple[int, ...]) -> None:
+    """`target[...] = v` broadcasts v as PyTorch's copy does: its leading 1s dropped,
+    then expanded to the target's shape (with expand's errors)."""
+    src = v.data_.shape
+    k = 0
+    while k < len(src) and src[k] == 1:
+        k += 1
+    _expanded_shape(v, list(shape), src[k:])
+
+
+def _expanded_shape(a: Tensor, s: list[int], src: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """The shape `a` (of shape `src`, by default its own) expands to; expand's errors."""
+    src = a.data_.shape if src is None else src
     if len(s) < len(src):
         raise RuntimeError(
             f"expand(torch.{a.dtype.legacy}{{[{', '.join(map(str, src))}]}}, "
@@ -1221,8 +1274,7 @@ def expand(a: Tensor, *shape: Any) -> Tensor:
                 f"({n}) at non-singleton dimension {lead + i}.  Target sizes: {s}.  Tensor "
                 f"sizes: {list(src)}"
             )
-    shape_t = tuple(s)
-    return _view_of(a, F.Expand.apply(a, shape=shape_t))
+    return tuple(s)
 
 
 def expand_as(a: Tensor, other: Tensor) -> Tensor:
@@ -1242,9 +1294,34 @@ def repeat(a: Tensor, *reps: Any) -> Tensor:
 
 
 def flip(a: Tensor, dims: Any) -> Tensor:
-    """Reversed along dims."""
-    d = _dims(dims, a.data_.ndim)
-    return F.Flip.apply(a, dims=d)
+    """Reversed along dims (a tuple or list of dims)."""
+    if not isinstance(dims, (list, tuple)):
+        raise TypeError(
+            f"flip(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}"
+        )
+    return F.Flip.apply(a, dims=_unique_dims(dims, a.data_.ndim))
+
+
+def _flip_method(a: Tensor, *dims: Any, **kwargs: Any) -> Tensor:
+    """`x.flip(0, 1)`, `x.flip((0, 1))`, `x.flip(0)` or `x.flip(dims=...)`."""
+    if "dims" in kwargs:
+        dims = kwargs.pop("dims")
+    elif not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
+    elif len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+        dims = dims[0]
+    if kwargs:
+        raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    return flip(a, tuple(dims))
+
+
+def _unique_dims(dims: Sequence[Any], ndim: int) -> tuple[int, ...]:
+    """Normalised dims, refusing a dim named twice as PyTorch does."""
+    out = [_norm_dim(int(d), ndim) for d in dims]
+    for i, d in enumerate(out):
+        if d in out[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return tuple(sorted(out))
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -1366,7 +1443,9 @@ def as_strided(a: Tensor, size: Any, stride: Any, storage_offset: int | None = N
         item = store.itemsize
         first = a.data_.__array_interface__["data"][0] - store.__array_interface__["data"][0]
         storage_offset = first // item
-    need = storage_offset + 1 + _py.sum((n - 1) * st for n, st in zip(size_t, stride_t))
+    need = (
+        storage_offset + 1 + _py.sum((n - 1) * st for n, st in zip(size_t, stride_t, strict=True))
+    )
     if 0 not in size_t and need > store.size:
         raise RuntimeError(
             f"setStorage: sizes {list(size_t)}, strides {list(stride_t)}, storage offset "
@@ -1525,6 +1604,77 @@ def _convert_index(index: Any) -> Any:
     return tuple(parts)
 
 
+def _check_subscript(shape: tuple[int, ...], parts: tuple[Any, ...]) -> bool:
+    """Check the integers and slices of an index as PyTorch's slicing does, with its
+    messages (an index names its position in the subscript, `None` included); return
+    whether the subscript selects the whole tensor (no int, no None, only slices that
+    span their dim), where PyTorch indexes the tensor itself rather than a view."""
+    nd = len(shape)
+    used = 0
+    for p in parts:
+        if p is not None and p is not Ellipsis:
+            used += p.ndim if type(p) is np.ndarray and p.dtype == np.bool_ else 1
+    if used > nd:
+        if nd == 0 and len(parts) == 1:
+            _check_0d_subscript(parts[0])
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    whole = True
+    pos = dim = 0  # position in the subscript (ellipsis expanded), dim of the tensor
+    for p in parts:
+        t = type(p)
+        if t is int or isinstance(p, np.integer):
+            size = shape[dim]
+            if not -size <= p < size:
+                raise IndexError(f"index {p} is out of bounds for dimension {pos} with size {size}")
+            whole = False
+        elif t is slice:
+            step = p.step
+            if step is not None and step <= 0:
+                raise ValueError(
+                    "slice step cannot be zero" if step == 0 else "step must be greater than zero"
+                )
+            if whole and not (
+                p.start in (None, 0)
+                and step in (None, 1)
+                and (p.stop is None or p.stop >= shape[dim])
+            ):
+                whole = False
+        elif p is None:
+            pos += 1
+            whole = False
+            continue
+        elif p is Ellipsis:
+            pos += nd - used
+            dim += nd - used
+            continue
+        else:  # an array index (checked by _fancy_index)
+            n = p.ndim if p.dtype == np.bool_ else 1
+            pos += n
+            dim += n
+            whole = False
+            continue
+        pos += 1
+        dim += 1
+    return whole
+
+
+def _is_0d_mask(p: Any) -> bool:
+    return type(p) is np.ndarray and p.ndim == 0 and p.dtype == np.bool_
+
+
+def _check_0d_subscript(p: Any) -> None:
+    """PyTorch's own words for `s[0]`, `s[-1]` and `s[:]` on a 0-d tensor."""
+    if type(p) is slice:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    if type(p) is int:
+        if p == 0:
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+            )
+        raise IndexError(f"index {p} is out of bounds for dimension 0 with size 0")
+
+
 def _slice_int(v: Any) -> Any:
     if isinstance(v, Tensor):
         return int(v.item())
@@ -1537,6 +1687,7 @@ def getitem(a: Tensor, index: Any) -> Tensor:
     parts = _convert_index(index)
     if not _py.all(_is_basic(p) for p in parts):
         return _advanced_getitem(a, parts)
+    _check_subscript(a.data_.shape, parts)
     if parts == (Ellipsis,):
         return _view_of(a, F.Alias.apply(a))
     nd = a.data_.ndim
@@ -1691,7 +1842,10 @@ def view_rebase_message(view: Tensor, indirect: bool) -> str:
         name = re.sub(r"Backward\d*$", "", node.name())
         msg = f"Output {view._output_nr} of {name} is a view and {done} modified inplace."
     else:
-        msg = f"A view was created in no_grad mode and {done} modified inplace with grad mode enabled."
+        msg = (
+            f"A view was created in no_grad mode and {done} modified inplace with grad mode "
+            "enabled."
+        )
     if view._creation == VIEW_MULTI_OUTPUT:
         return msg + (
             " This view is the output of a function that returns multiple views. Such "
@@ -1777,24 +1931,40 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     idx = parts if len(parts) != 1 else parts[0]
     advanced = not _py.all(_is_basic(p) for p in parts)
     v = value if isinstance(value, Tensor) else None
+    # PyTorch's order: the value, the slicing, the value's shape, then the in-place checks
+    if v is None and not isinstance(value, (int, float, bool)):  # a list too, as in torch
+        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{a.dtype.legacy}")
+    if index is False:
+        return  # PyTorch assigns nothing, and checks nothing more
+    whole = _check_subscript(a.data_.shape, parts)
+    # a 0-d bool index is slicing to PyTorch (an unsqueeze), not an array index; a
+    # Python bool even has the value's shape checked first, as for basic slicing
+    sliced = not advanced or _py.all(_is_basic(p) or _is_0d_mask(p) for p in parts)
+    raw = _index_parts(index)
+    shape_first = sliced and _py.all(
+        _is_basic(p) or type(r) is bool for p, r in zip(parts, raw, strict=True)
+    )
+    if v is not None and shape_first:
+        _check_copy_shape(v, a.data_[idx if isinstance(idx, tuple) else (idx,)].shape)
     if grad_mode.state.enabled:
         if a.grad_fn is None and a._requires_grad:
+            # PyTorch writes into the leaf itself for a whole-tensor subscript and for
+            # array indices, else through a view of it
+            itself = whole or not sliced
             raise RuntimeError(
-                ("a leaf Variable" if advanced else "a view of a leaf Variable")
+                ("a leaf Variable" if itself else "a view of a leaf Variable")
                 + " that requires grad is being used in an in-place operation."
             )
         if a._creation and not advanced:
             # PyTorch writes through a view `a[index]`, which is the one it names
             getitem(a, idx)._check_inplace((v,))
         a._check_inplace((v,))
-    if v is None and not isinstance(value, (int, float, bool)):
-        if isinstance(value, list):
-            v = tensor(value, dtype=a.dtype)
-        else:
-            raise TypeError(f"can't assign a {_type_name(value)} to a Tensor")
+    if not sliced:
+        _fancy_index(a, parts)  # PyTorch's index errors (bounds, masks)
     record = grad_mode.state.enabled and (a.requires_grad or (v is not None and v.requires_grad))
     if not advanced:
-        check_no_overlap(a.data_[idx] if isinstance(idx, tuple) else a.data_[idx, ...])
+        whole_view = isinstance(idx, tuple) or idx is Ellipsis
+        check_no_overlap(a.data_[idx] if whole_view else a.data_[idx, ...])
     if not record:
         a.data_[idx] = v.data_ if v is not None else value
         a._vc[0] += 1
@@ -1882,6 +2052,11 @@ def binary_cross_entropy(
             f"({input.shape}) is deprecated. Please ensure they have the same size."
         )
     dt = input.data_.dtype
+    if target.data_.dtype != dt:  # PyTorch refuses to convert the target
+        raise RuntimeError(
+            f"Found dtype {target.dtype.legacy.replace('Tensor', '')} but expected "
+            f"{input.dtype.legacy.replace('Tensor', '')}"
+        )
     return F.BinaryCrossEntropy.apply(
         input, target, weight=weight, reduction=_reduction(reduction), dtype=dt
     )
@@ -1905,6 +2080,8 @@ def nll_loss(
             f"Expected input batch_size ({input.data_.shape[0]}) to match target batch_size "
             f"({target.data_.shape[0]})."
         )
+    if weight is not None:
+        _check_nll_weight(input, weight)
     return F.NllLoss.apply(
         input,
         weight=weight,
@@ -1912,6 +2089,21 @@ def nll_loss(
         reduction=_reduction(reduction),
         ignore_index=ignore_index,
     )
+
+
+def _check_nll_weight(input: Tensor, weight: Tensor) -> None:
+    """One weight per class, of the input's dtype (PyTorch's nll_loss checks)."""
+    n_classes = input.data_.shape[1 if input.data_.ndim >= 2 else 0] if input.data_.ndim else 1
+    if weight.data_.ndim != 1 or weight.data_.size != n_classes:
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {n_classes} classes or no classes "
+            f"but got weight tensor of shape: {list(weight.data_.shape)}"
+        )
+    if weight.data_.dtype != input.data_.dtype:
+        raise RuntimeError(
+            f"expected scalar type {input.dtype.legacy.replace('Tensor', '')} but found "
+            f"{weight.dtype.legacy.replace('Tensor', '')}"
+        )
 
 
 def cross_entropy(
@@ -1922,32 +2114,96 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """nll_loss(log_softmax(input, 1), target); probabilities as targets also work."""
+    """nll_loss(log_softmax(input, 1), target); a target of input's shape holds class
+    probabilities; label_smoothing mixes in the uniform distribution (PyTorch's
+    composite, node for node)."""
+    r = _reduction(reduction)
     dim = 1 if input.data_.ndim >= 2 else 0
-    logp = log_softmax(input, dim)
-    if target.data_.dtype.kind == "f":
-        # class probabilities: PyTorch's cross_entropy_loss_prob_target
-        r = _reduction(reduction)
-        if input.data_.shape != target.data_.shape:
+    if input.data_.shape == target.data_.shape:
+        if target.data_.dtype.kind != "f":
             raise RuntimeError(
-                "Expected target size "
-                + str(list(input.data_.shape))
-                + ", got "
-                + str(list(target.data_.shape))
+                "Expected floating point type for target with class probabilities, got "
+                + target.dtype.legacy.replace("Tensor", "")
             )
-        prod_ = mul(logp, target)
-        if weight is not None:
-            wshape = [1] * input.data_.ndim
-            wshape[dim] = weight.data_.shape[0]
-            prod_ = mul(prod_, view(weight, tuple(wshape)))
-        if r == "none":
-            return neg(sum_dims(prod_, (dim,), False))
-        total = neg(sum(prod_))
-        if r == "sum":
-            return total
-        n = input.data_.size // input.data_.shape[dim] if input.data_.size else 0
-        return F.DivScalar.apply(total, other=n)
-    return nll_loss(logp, target, weight, ignore_index, reduction)
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _cross_entropy_probs(input, target, weight, r, label_smoothing, dim)
+    if label_smoothing > 0.0:
+        _check_label_smoothing(label_smoothing)
+        return _cross_entropy_smoothed(input, target, weight, ignore_index, r, label_smoothing, dim)
+    return nll_loss(log_softmax(input, dim), target, weight, ignore_index, r)
+
+
+def _check_label_smoothing(ls: float) -> None:
+    if ls > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {ls:g}")
+
+
+def _class_weight(weight: Tensor, ndim: int, dim: int) -> Tensor:
+    """The weights viewed to broadcast along the class dim."""
+    shape = [1] * ndim
+    shape[dim] = weight.data_.shape[0]
+    return view(weight, tuple(shape)) if ndim > 1 else weight
+
+
+def _cross_entropy_probs(
+    input: Tensor, target: Tensor, weight: Tensor | None, r: str, ls: float, dim: int
+) -> Tensor:
+    """PyTorch's cross_entropy_loss_prob_target: -sum(log_softmax * target * weight)."""
+    n_classes = input.data_.shape[dim]
+    if weight is not None and (weight.data_.ndim != 1 or weight.data_.size != n_classes):
+        raise RuntimeError(
+            f"cross_entropy: weight tensor should be defined either for all {n_classes} classes "
+            f"or no classes but got weight tensor of shape: {list(weight.data_.shape)}"
+        )
+    logp = log_softmax(input, dim)
+    if ls > 0.0:
+        _check_label_smoothing(ls)
+        target = F.AddScalar.apply(F.MulScalar.apply(target, other=1 - ls), other=ls / n_classes)
+    prod_ = mul(logp, target)
+    if weight is not None:
+        prod_ = mul(prod_, _class_weight(weight, input.data_.ndim, dim))
+    if r == "none":
+        return neg(sum_dims(prod_, (dim,), False))
+    total = sum(prod_)
+    if r == "sum":
+        return neg(total)
+    if not input.data_.size:
+        return neg(total.fill_(math.nan))
+    return F.DivScalar.apply(neg(total), other=input.data_.size // n_classes)
+
+
+def _cross_entropy_smoothed(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: int,
+    r: str,
+    ls: float,
+    dim: int,
+) -> Tensor:
+    """PyTorch's cross_entropy_loss_label_smoothing: (1 - ls) * nll_loss + ls / C times
+    the loss against the uniform distribution (ignored targets left out)."""
+    logp = log_softmax(input, dim)
+    nll = nll_loss(logp, target, weight, ignore_index, r)
+    n_classes = logp.data_.shape[dim]
+    scaled = logp if weight is None else mul(logp, _class_weight(weight, input.data_.ndim, dim))
+    ignored = target.data_ == ignore_index
+    smooth = masked_fill(neg(sum_dims(scaled, (dim,), False)), Tensor._make(ignored), 0.0)
+    if r == "mean":
+        kept = target.data_[~ignored].reshape(-1)
+        # normalised as nll_loss is: by the kept targets' weights, or their count
+        denom = (
+            sum(Tensor._make(weight.data_[kept]))
+            if weight is not None
+            else Tensor._make(np.asarray(kept.size, np.int64))
+        )
+        smooth = div(sum(smooth), denom)
+    elif r == "sum":
+        smooth = sum(smooth)
+    return add(
+        F.MulScalar.apply(nll, other=1 - ls), F.MulScalar.apply(smooth, other=ls / n_classes)
+    )
 
 
 def dropout(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
@@ -2151,7 +2407,7 @@ def arange(
     n = _py.max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
     check_numel(n)
     data = (
-        (vals[0] + np.arange(n, dtype=np.float64) * vals[2])
+        ranges.arange_values(float(vals[0]), float(vals[2]), n, dt.np)
         if dt.is_floating_point
         else (np.arange(vals[0], vals[1], vals[2], dtype=np.int64))
     )
@@ -2174,15 +2430,7 @@ def linspace(
     dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
     check_numel(steps)
     s, e = float(_num(start)), float(_num(end))
-    if steps == 1:
-        data = np.asarray([s])
-    else:
-        # PyTorch fills the first half from start and the second half from end
-        step = (e - s) / (steps - 1)
-        i = np.arange(steps, dtype=np.float64)
-        half = steps // 2
-        data = np.where(i < half, s + step * i, e - step * (steps - 1 - i))
-    return _finish(np.asarray(data, dt.np), requires_grad)
+    return _finish(ranges.linspace_values(s, e, steps, dt.np), requires_grad)
 
 
 # ************************************************************ bind the table
@@ -2200,7 +2448,7 @@ TENSOR_METHODS = (
     "repeat flip split chunk unbind narrow select diagonal as_strided gather masked_fill "
     "softmax log_softmax "
     "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
-    "logical_not bmm addmm"
+    "logical_not bmm addmm floor_divide remainder"
 ).split()
 
 
@@ -2250,6 +2498,9 @@ EXTRA_METHODS: dict[str, Any] = {
     "view_as": _view_as,
     "reshape_as": _reshape_as,
     "masked_fill_": _masked_fill_,
+    "maximum": lambda a, other: maximum(a, other, _method=True),
+    "flip": _flip_method,
+    "minimum": lambda a, other: minimum(a, other, _method=True),
     "relu_": _inplace_unary(relu),
     "sigmoid_": _inplace_unary(sigmoid),
     "tanh_": _inplace_unary(tanh),

@@ -485,9 +485,18 @@ class Tensor:
         """In-place multiply."""
         return self._inplace(ops.mul, other)
 
-    def div_(self, other: Any) -> Tensor:
+    def div_(self, other: Any, rounding_mode: str | None = None) -> Tensor:
         """In-place divide."""
-        return self._inplace(ops.div, other)
+        return self._inplace(lambda t, o: ops.div(t, o, rounding_mode=rounding_mode), other)
+
+    def floor_divide_(self, other: Any) -> Tensor:
+        """In-place `//`."""
+        return self._inplace(ops.floor_divide, other)
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+            return NotImplemented  # Python's own TypeError, as for the other operators
+        return self.floor_divide_(other)
 
     def pow_(self, exponent: Any) -> Tensor:
         """In-place power."""
@@ -595,6 +604,11 @@ class Tensor:
             return NotImplemented
         return ops.remainder(self, o)
 
+    def __rmod__(self, o: Any) -> Tensor:
+        if not isinstance(o, _SCALARS):
+            return NotImplemented
+        return ops.remainder(o, self)
+
     def __pow__(self, o: Any) -> Tensor:
         if type(o) is not Tensor and not isinstance(o, _SCALARS):
             return NotImplemented
@@ -625,7 +639,7 @@ class Tensor:
         return ops.abs(self)
 
     def __invert__(self) -> Tensor:
-        return ops.logical_not(self)
+        return ops.bitwise_not(self)
 
     def __and__(self, o: Any) -> Tensor:
         if type(o) is not Tensor and not isinstance(o, _SCALARS):
@@ -675,9 +689,7 @@ _SCALARS = (int, float)
 
 def check_no_overlap(d: np.ndarray) -> None:
     """Refuse to write into an array where several elements share memory (expand)."""
-    if 0 in d.strides and any(
-        st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)
-    ):
+    if 0 in d.strides and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers "
             "to a single memory location. Please clone() the tensor before performing the "

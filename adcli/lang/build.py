@@ -31,6 +31,9 @@ __all__ = ["Builder", "validate", "MAX_NESTING"]
 # (a + b + c, x.f().g[0], if/elif) do not count, parentheses alone do not count.
 MAX_NESTING = 1500
 
+# What Python's compiler adds to the digit-limit error for an integer literal.
+_HEX_HINT = " - Consider hexadecimal for huge integer literals to avoid decimal conversion limits."
+
 ParseExpr = Callable[[str, int, int], ast.Node]
 
 
@@ -579,8 +582,13 @@ class Builder:
         text = str(tok)
         try:
             value: object = float(text) if tok.type == "FLOAT_NUMBER" else int(text, 0)
-        except ValueError:
-            if tok.type == "DEC_NUMBER":  # "007" style is refused by int(x, 0)
+        except ValueError as exc:
+            if tok.type == "DEC_NUMBER" and not text.strip("0_"):
+                value = 0  # zeros only: no conversion, so no digit limit (as in Python)
+            elif str(exc).startswith("Exceeds the limit"):
+                # Python's limit on decimal digits (sys.int_info), with its compiler's hint
+                raise self.error(f"{exc}{_HEX_HINT}", self.cspan(c)) from None
+            elif tok.type == "DEC_NUMBER":  # "007" style is refused by int(x, 0)
                 value = int(text)
             else:
                 raise self.error("invalid number literal", self.cspan(c)) from None

@@ -184,6 +184,24 @@ def _fail(
     return err
 
 
+def _script_exception(exc: BaseException) -> BaseException:
+    """The exception `except ... as e` binds: a host library's own class (the engine's
+    SavedTensorError, NumPy's AxisError) shows as the builtin class it derives from, as
+    PyTorch's errors are plain RuntimeErrors; the original stays its `__cause__`."""
+    cls = type(exc)
+    if cls.__module__ == "builtins" or isinstance(exc, AdError):
+        return exc
+    if not cls.__module__.startswith(("adcli.", "numpy")):
+        return exc
+    base = getattr(builtins, _kind_of(exc))
+    try:  # its text, not its arguments: NumPy's AxisError words its own message
+        shown = base(str(exc)) if exc.args else base()
+    except Exception:  # noqa: BLE001 - a class that cannot be made so: keep the original
+        return exc
+    shown.__cause__ = exc
+    return shown
+
+
 def _cause(it: Interpreter, exc: BaseException) -> BaseException | None:
     """What a converted error is chained to: the Python error only in debug mode."""
     return exc if it.debug else None
@@ -2502,7 +2520,7 @@ class _Compiler:
         g = it.globals
 
         def handle(env: Env, err: ScriptRuntimeError) -> Any:
-            exc = err.original if err.original is not None else err
+            exc = _script_exception(err.original) if err.original is not None else err
             for type_fn, type_span, store, name, depth, hbody in handlers:
                 if type_fn is not None:
                     cls = type_fn(env)

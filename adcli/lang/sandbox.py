@@ -257,8 +257,11 @@ class Guards:
         return a % b
 
     def imod(self, a: Any, b: Any) -> Any:
-        """a %= b."""
-        return self.mod(a, b)
+        """a %= b (Python's in-place form, so errors name `%=`)."""
+        if type(a) is str:
+            return self.mod(a, b)
+        a %= b
+        return a
 
 
 def make_operators(guards: Guards) -> tuple[dict[str, Callable], dict[str, Callable]]:

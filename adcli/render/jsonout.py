@@ -145,7 +145,8 @@ def value_to_json(v: Any, _depth: int = 0) -> Any:
     if v is None or isinstance(v, (bool, str)):
         return v
     if isinstance(v, int):
-        return v
+        # beyond Python's digit limit an int has no decimal text: JSON cannot hold it
+        return v if v.bit_length() < _BIG_BITS or _has_decimal(v) else {"type": "int"}
     if isinstance(v, float):
         return _float(v)
     if isinstance(v, Tensor):
@@ -159,6 +160,18 @@ def value_to_json(v: Any, _depth: int = 0) -> Any:
             return {"type": "list" if isinstance(v, list) else "tuple"}
         return [value_to_json(x, _depth + 1) for x in v]
     return {"type": kind_of(v)}
+
+
+_BIG_BITS = 14_000  # below 4,215 decimal digits: always under Python's default limit
+
+
+def _has_decimal(v: int) -> bool:
+    """Can `v` be written in decimal (Python's int digit limit, sys.int_info)?"""
+    try:
+        str(v)
+    except ValueError:
+        return False
+    return True
 
 
 def kind_of(v: Any) -> str:

@@ -282,6 +282,16 @@ def _div(c: RuleCtx) -> Any:
     return c.a / c.b
 
 
+@rule("MulScalar")
+def _mul_scalar(c: RuleCtx) -> Any:
+    return c.a * c.number(c.p("other"))
+
+
+@rule("AddScalar")
+def _add_scalar(c: RuleCtx) -> Any:
+    return c.a + c.number(c.p("other"))
+
+
 @rule("DivScalar")
 def _div_scalar(c: RuleCtx) -> Any:
     return c.a / c.number(c.p("other"))
@@ -652,7 +662,8 @@ def _addmm(c: RuleCtx) -> Any:
         key=("matmul",),
         name="matmul",
     )
-    return bias + prod
+    beta, alpha = c.number(c.p("beta", 1)), c.number(c.p("alpha", 1))
+    return beta * bias + alpha * prod
 
 
 # ------------------------------------------------------------------ shapes
