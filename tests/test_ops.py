@@ -534,7 +534,12 @@ CASES: list[Case] = [
         (S(3, 2, 4),),
         ("Diagonal", "DiagonalGrad"),
     ),
-    Case("as_strided", lambda m, x: m.as_strided(x, (2, 2), (1, 2), 1), (S(6),), ("AsStrided",)),
+    Case(
+        "as_strided",
+        lambda m, x: m.as_strided(x, (2, 2), (1, 2), 1),
+        (S(6),),
+        ("AsStrided", "AsStridedGrad"),
+    ),
     Case("select_fn", lambda m, x: m.select(x, 1, 0), (S(2, 3),), ("Select",)),
     Case(
         "gather",

@@ -1438,7 +1438,8 @@ class Transpose(Function):
 
     def forward(ctx, a, d0, d1):
         ctx.d0, ctx.d1 = d0, d1
-        return np.swapaxes(a.data_, d0, d1)
+        x = a.data_
+        return np.swapaxes(x, d0, d1) if x.ndim else x.view()  # dims 0/-1 of a 0-d
 
     def backward(ctx, g):
         return (ops.transpose(g, ctx.d0, ctx.d1),)
@@ -1582,7 +1583,8 @@ class Flip(Function):
 
     def forward(ctx, a, dims):
         ctx.dims = dims
-        return np.flip(a.data_, dims).copy()
+        x = a.data_
+        return np.flip(x, dims).copy() if x.ndim else x.copy()
 
     def backward(ctx, g):
         return (ops.flip(g, ctx.dims),)
@@ -1726,6 +1728,25 @@ class AsStrided(_Getitem):
     def forward(ctx, a, index, strided=None):
         ctx.index, ctx.shape = index, a.data_.shape
         return strided if strided is not None else a.data_[index]
+
+    def backward(ctx, g):
+        return (AsStridedGrad.apply(g, index=ctx.index, shape=ctx.shape),)
+
+
+class AsStridedGrad(Function):
+    """g added at `index` of a zero tensor of `shape` (as_strided's backward, which
+    PyTorch also computes through an as_strided view: hence its name)"""
+
+    grad_fn_name = "AsStridedBackward0"
+
+    def forward(ctx, g, index, shape):
+        ctx.index = index
+        out = np.zeros(shape, g.data_.dtype)
+        np.add.at(out, index, g.data_)
+        return out
+
+    def backward(ctx, gg):
+        return (AsStrided.apply(gg, index=ctx.index),)
 
 
 class Diagonal(Function):

@@ -1410,8 +1410,9 @@ def chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """`chunks` nearly equal pieces along dim."""
     d = _norm_dim(dim, a.data_.ndim)
     n = a.data_.shape[d]
-    size = -(-n // chunks) if n else 0
-    return split(a, size if size else 1, d)
+    if n == 0:  # PyTorch keeps the number of (empty) chunks: split_with_sizes
+        return split(a, [0] * chunks, d)
+    return split(a, -(-n // chunks), d)
 
 
 def unbind(a: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
@@ -1698,6 +1699,9 @@ def getitem(a: Tensor, index: Any) -> Tensor:
     if Ellipsis in parts:
         k = parts.index(Ellipsis)
         parts = parts[:k] + (slice(None),) * (nd - n_real) + parts[k + 1 :]
+    # PyTorch skips a slice that keeps a whole dim inside a tuple subscript (`x[0, :]`
+    # is one SelectBackward0), but not a lone one (`x[:]` is a SliceBackward0)
+    lone = not isinstance(index, tuple)
     out = a
     dim = 0
     applied = False
@@ -1707,9 +1711,10 @@ def getitem(a: Tensor, index: Any) -> Tensor:
             dim += 1
             applied = True
         elif isinstance(p, slice):
-            if p != slice(None):
-                if p.step is not None and p.step <= 0:
-                    raise ValueError("step must be greater than zero")
+            if p.step is not None and p.step <= 0:
+                raise ValueError("step must be greater than zero")
+            size = out.data_.shape[dim]
+            if lone or p.indices(size) != (0, size, 1):
                 idx = [slice(None)] * out.data_.ndim
                 idx[dim] = p
                 out = _view_of(out, F.Slice.apply(out, index=tuple(idx)))
@@ -1718,12 +1723,8 @@ def getitem(a: Tensor, index: Any) -> Tensor:
         else:
             out = select(out, dim, int(p), _subscript=True)
             applied = True
-    if not applied:
-        # `x[:]` still makes a new view node
-        idx = (slice(None),) * _py.max(nd, 1)
-        if nd == 0:
-            return _view_of(a, F.Slice.apply(a, index=()))
-        out = _view_of(a, F.Slice.apply(a, index=idx))
+    if not applied:  # `x[()]`, `x[:, :]`: a new view of the whole tensor
+        return _view_of(a, F.Alias.apply(a))
     return out
 
 
@@ -1739,6 +1740,10 @@ def _advanced_getitem(a: Tensor, parts: tuple[Any, ...]) -> Tensor:
                 adv.append(Ellipsis)
             elif not isinstance(p, (int, np.integer)):
                 adv.append(slice(None))
+        elif isinstance(p, np.ndarray) and p.dtype == np.bool_ and p.ndim == 0:
+            # `x[True]`: a new dim of size 1 (0 for False), picked by an index array
+            basic.append(None)
+            adv.append(np.arange(int(p), dtype=np.int64))
         else:
             basic.append(Ellipsis if p is Ellipsis else slice(None))
             adv.append(p)
@@ -1875,8 +1880,12 @@ def rebase_view(view: Tensor) -> None:
     if idx is None:
         return
     with grad_mode.enable_grad():
-        fresh = F.AsStrided.apply(base, index=idx)
-    node = fresh.grad_fn
+        if base._requires_grad:
+            node = F.AsStrided.apply(base, index=idx).grad_fn
+        else:  # the view had a node: PyTorch re-derives one that leads nowhere
+            stand_in = Tensor._make(base.data_, True)
+            node = F.AsStrided.apply(stand_in, index=idx).grad_fn
+            node.next_functions = ((None, 0),)
     view._grad_fn = node
     view._output_nr = 0
     view._requires_grad = node is not None
@@ -1961,7 +1970,21 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         a._check_inplace((v,))
     if not sliced:
         _fancy_index(a, parts)  # PyTorch's index errors (bounds, masks)
+    elif advanced:  # 0-d masks: True adds a dim of size 1 (as None does), False picks nothing
+        if not _py.all(bool(p) for p in parts if _is_0d_mask(p)):
+            return
+        parts = tuple(None if _is_0d_mask(p) else p for p in parts)
+        idx = parts if len(parts) != 1 else parts[0]
+        advanced = whole = False
     record = grad_mode.state.enabled and (a.requires_grad or (v is not None and v.requires_grad))
+    if record and whole and not advanced:
+        # a subscript that keeps every element is no view to PyTorch: `a[:] = 2` is
+        # a.fill_(2) (FillBackward3), `a[...] = t` is a.copy_(t) (CopyBackwards)
+        if v is None:  # the number arrives as a 0-d tensor, as PyTorch wraps it
+            a.fill_(_scalar_tensor(value, a.dtype))
+        else:
+            a.copy_(v)
+        return
     if not advanced:
         whole_view = isinstance(idx, tuple) or idx is Ellipsis
         check_no_overlap(a.data_[idx] if whole_view else a.data_[idx, ...])

@@ -199,7 +199,8 @@ class Tensor:
     @property
     def grad(self) -> Tensor | None:
         """The accumulated gradient (leaves, and non-leaves that retain it)."""
-        if self.grad_fn is not None and not self._retains_grad and self._grad is None:
+        # the raw node, as PyTorch's check: reading .grad never re-derives a view's node
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             config.warn(NONLEAF_GRAD_WARNING)
         return self._grad
 
