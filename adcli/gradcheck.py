@@ -63,6 +63,8 @@ __all__ = [
 class GradcheckError(RuntimeError):
     """Raised by gradcheck/gradgradcheck when a check fails (PyTorch's class name)."""
 
+    __ad_public__ = True  # scripts see this class by name, as torch.autograd has it
+
 
 @contextmanager
 def _muted() -> Iterator[None]:

@@ -1597,12 +1597,20 @@ class Cat(Function):
 
     def forward(ctx, *tensors, dim, dtype):
         ctx.dim = dim
-        ctx.sizes = [t.data_.shape[dim] for t in tensors]
-        return np.concatenate([_d(t, dtype) for t in tensors], axis=dim)
+        # PyTorch skips legacy 1-d empty tensors (size None) unless all are such
+        every = all(t.data_.shape == (0,) for t in tensors)
+        ctx.sizes = [
+            None if t.data_.shape == (0,) and not every else t.data_.shape[dim] for t in tensors
+        ]
+        kept = [t for t, n in zip(tensors, ctx.sizes, strict=True) if n is not None]
+        return np.ascontiguousarray(np.concatenate([_d(t, dtype) for t in kept], axis=dim))
 
     def backward(ctx, g):
         out, start = [], 0
         for n in ctx.sizes:
+            if n is None:
+                out.append(Tensor._make(np.zeros((0,), g.data_.dtype)))
+                continue
             out.append(ops.narrow(g, ctx.dim, start, n))
             start += n
         return tuple(out)
@@ -1615,7 +1623,8 @@ class Stack(Function):
 
     def forward(ctx, *tensors, dim, dtype):
         ctx.dim = dim
-        return np.stack([_d(t, dtype) for t in tensors], axis=dim)
+        # contiguous, as PyTorch's (NumPy may keep its inputs' transposed layout)
+        return np.ascontiguousarray(np.stack([_d(t, dtype) for t in tensors], axis=dim))
 
     def backward(ctx, g):
         return tuple(ops.select(g, ctx.dim, i) for i in range(g.data_.shape[ctx.dim]))
