@@ -118,6 +118,15 @@ class detect_anomaly:
         return "<torch.autograd.anomaly_mode.detect_anomaly object>"
 
 
+class AnomalyError(RuntimeError):
+    """PyTorch's RuntimeError for a backward that returned NaN, carrying the node so
+    that a host can name the script line that made it (scripts see a RuntimeError)."""
+
+    def __init__(self, message: str, node: Any) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 def check_node(node: Any, outs: Sequence[Any]) -> None:
     """Raise PyTorch's error when `node`'s backward returned NaN (called by the engine)."""
     for i, g in enumerate(outs):
@@ -125,18 +134,17 @@ def check_node(node: Any, outs: Sequence[Any]) -> None:
             continue
         data = g.data_
         if data.dtype.kind in "fc" and np.isnan(data).any():
-            raise RuntimeError(
-                f"Function '{node.name()}' returned nan values in its {i}th output."
-                + _made_at(node)
+            raise AnomalyError(
+                f"Function '{node.name()}' returned nan values in its {i}th output.", node
             )
 
 
-def _made_at(node: Any) -> str:
-    """adcli's addition: where the script made the node."""
+def made_at(node: Any) -> str | None:
+    """adcli's addition to the error: where the script made the node."""
     label = getattr(node, "_label", None)
     if label is None or not getattr(label, "line", None):
-        return ""
+        return None
     what = label.expr or label.name
     if label.name and label.name != label.expr:
         what = f"{label.name} = {label.expr}"
-    return f" {node.name()} was made at line {label.line}: {what}"
+    return f"{node.name()} was made at line {label.line}: {what}"

@@ -308,8 +308,13 @@ class Session:
 
     def explain(self, exc: BaseException | None) -> list[str]:
         """Beyond PyTorch's sentence: the script lines behind a saved-tensor error."""
-        if exc is not None and not isinstance(exc, SavedTensorError):
+        from .anomaly import AnomalyError, made_at
+
+        if exc is not None and not isinstance(exc, (SavedTensorError, AnomalyError)):
             exc = exc.__cause__  # a script's `raise e` of the RuntimeError it caught
+        if isinstance(exc, AnomalyError):
+            where = made_at(exc.node)
+            return [where] if where else []
         if not isinstance(exc, SavedTensorError):
             return []
         node = exc.node
