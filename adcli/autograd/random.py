@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -461,7 +462,16 @@ def _fma64(a: np.ndarray, b: np.floating, c: np.floating) -> np.ndarray:
         t = (p - (s - bb)) + (c - bb)
         result = s + (t + e)
     # Non-finite products/sums: the plain expression is what the FMA gives.
-    return np.where(np.isfinite(result), result, a * b + c)
+    result = np.where(np.isfinite(result), result, a * b + c)
+    # Dekker's split is not exact near the subnormal range: round those exactly
+    if b == 0:
+        return result
+    tiny = np.flatnonzero((np.abs(p) < 2.0**-960) & (a != 0))
+    for i in tiny:
+        exact = Fraction(float(a.flat[i])) * Fraction(float(b)) + Fraction(float(c))
+        value = float(exact)
+        result.flat[i] = value if value or exact >= 0 else -0.0
+    return result
 
 
 def _two_product_error(a: np.ndarray, b: np.floating, p: np.ndarray) -> np.ndarray:
