@@ -40,6 +40,7 @@ state = _State()
 def _sync() -> None:
     on = state.forced or (state.enabled and state.check_nan)
     engine.anomaly_check = check_node if on else None
+    engine_config.anomaly_mode = state.enabled or state.forced
 
 
 def set_enabled(enabled: bool, check_nan: bool = True) -> None:

@@ -11,7 +11,7 @@ def _default_warn(message: str) -> None:
 
 
 class _Config:
-    __slots__ = ("warn", "max_numel", "record_inputs")
+    __slots__ = ("warn", "max_numel", "record_inputs", "anomaly_mode")
 
     def __init__(self) -> None:
         # Called with PyTorch's UserWarning text; a host can route it elsewhere.
@@ -21,6 +21,9 @@ class _Config:
         # adcli.symbolic (opt-in): Function.apply records each node's constant operands and
         # parameters, and release() keeps the saved values, so formulas can be rebuilt.
         self.record_inputs: bool = False
+        # Whether anomaly detection is on (set by adcli.anomaly): it changes the hint
+        # of PyTorch's in-place error.
+        self.anomaly_mode: bool = False
 
 
 config = _Config()

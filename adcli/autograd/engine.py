@@ -83,6 +83,9 @@ record_trace = True
 anomaly_check: Callable[[Node, Sequence[Tensor | None]], None] | None = None
 
 
+_FIRST = 1 << 62  # AccumulateGrad's seq
+
+
 def _tensors_arg(v: Any) -> list[Any]:
     """`(v,)` for a tensor, else `tuple(v)`, as torch.autograd reads outputs and inputs
     (so a number fails with Python's own "'int' object is not iterable")."""
@@ -180,9 +183,9 @@ def backward(
         targets = []
         for t in inputs_l:
             _check_input(t)
-            if not t.requires_grad:
-                # PyTorch's wording here comes from the retain_grad it uses internally
-                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            # As PyTorch: a non-leaf input keeps retaining its grad after this pass (its
+            # .grad is filled by the retain_grad hook, once per pass); a leaf is unchanged.
+            t.retain_grad()
             targets.append(_edge_of(t))
     _run(roots, grads, retain_graph, create_graph, targets, None, event)
 
@@ -292,9 +295,16 @@ def _seq(node: Node) -> int:
     return node.seq
 
 
-def _call_hook(fn: Callable[..., Any], g: Tensor) -> Tensor:
+def _rank(node: Node) -> int:
+    """A ready node's place in the heap (smallest first): the most recently created
+    first; a node PyTorch runs as soon as it is ready (its NotImplemented) ties with
+    AccumulateGrad, ready nodes of equal rank running in the order they became ready."""
+    return -_FIRST if node.runs_first else -node.seq
+
+
+def _call_hook(fn: Callable[..., Any], g: Tensor | None) -> Tensor | None:
     r = fn(g)
-    if r is None:
+    if r is None or g is None:
         return g
     if not isinstance(r, Tensor):
         raise TypeError(f"hook '{_hook_name(fn)}' returned a {type(r).__name__}, not a Tensor")
@@ -349,7 +359,7 @@ def _run(
         tie = 0
         for node in dict.fromkeys(root_nodes):
             if deps[node] == 0:
-                heapq.heappush(heap, (-node.seq, tie, node))
+                heapq.heappush(heap, (_rank(node), tie, node))
                 tie += 1
         trace = record_trace  # TraceEntry records only when someone reads them
         entries = event.entries
@@ -369,14 +379,8 @@ def _run(
             grads = buffers.pop(node, None) or [None] * _n_outputs(node)
             if needed is not None and node not in needed:
                 continue
-            is_acc = type(node) is AccumulateGrad
-            if is_acc or node.pre_hooks:
+            if type(node) is AccumulateGrad:
                 grads, changed = _pre_hooks(node, grads)
-            else:
-                changed = False
-            if node.retained:
-                _retain(node, grads, create_graph)
-            if is_acc:
                 if trace:
                     entries.append(TraceEntry(node, tuple(grads), changed))
                 if captured is not None:
@@ -385,19 +389,37 @@ def _run(
                 elif target_nodes is None or node in target_nodes:
                     _accumulate_grad(node, grads[0], create_graph)
                 continue
-            if target_nodes is not None and node in target_nodes:
-                for i, g in enumerate(grads):
-                    if (id(node), i) in target_edges and g is not None:
-                        if captured is not None:
-                            captured[(id(node), i)] = g
-                        else:
-                            _accumulate_nonleaf_input(node, i, g, create_graph)
+            # As PyTorch: autograd.grad captures an input's gradient before its tensor
+            # hooks when the node has to run anyway (it leads to another input), after
+            # them when it does not; backward() runs every needed node, inputs included.
+            capture = captured is not None and node in target_nodes
+            runs = through is None or captured is None or node in through
+            if capture and runs:
+                _capture(node, grads, target_edges, captured)
+            if node.pre_hooks:
+                grads, changed = _pre_hooks(node, grads)
+            else:
+                changed = False
+            if node.retained:
+                _retain(node, grads, create_graph)
+            if not runs:
+                if capture:
+                    _capture(node, grads, target_edges, captured)
+                if trace:
+                    entries.append(TraceEntry(node, tuple(grads), changed))
+                continue
+            if node.pre_hooks:
+                grads, changed = _node_pre_hooks(node, grads, changed)
             if trace:
                 entry = TraceEntry(node, tuple(grads), changed)
                 entries.append(entry)
-            if through is not None and node not in through:
-                continue  # a target with nothing needed beyond it
-            if node.multi_output or node.pre_hooks or anomaly_check is not None:
+            if (
+                node.multi_output
+                or node.pre_hooks
+                or anomaly_check is not None
+                or not node.next_functions
+                or node.next_functions[0][0] is None
+            ):
                 outs = _apply(node, grads)
             else:  # _apply's common case, inline (one call less per node)
                 outs = node.backward(node, grads[0])
@@ -432,16 +454,18 @@ def _run(
                         single = nxt
                     else:
                         if single is not None:  # keep the order the heap alone would give
-                            heappush(heap, (-single.seq, tie, single))
+                            heappush(heap, (_rank(single), tie, single))
                             tie += 1
                             single = None
-                        heappush(heap, (-nxt.seq, tie, nxt))
+                        heappush(heap, (_rank(nxt), tie, nxt))
                         tie += 1
             # Nodes skipped because grads never arrived still have to be released; a
-            # target with nothing needed beyond it never runs in PyTorch: it keeps them.
+            # grad() input with nothing needed beyond it never runs in PyTorch: it keeps them.
         if not retain_graph:
             for node in deps:
-                if isinstance(node, Function) and (through is None or node in through):
+                if isinstance(node, Function) and (
+                    through is None or node in through or (captured is None and node in needed)
+                ):
                     node.release(freed)
     finally:
         grad_mode.state.enabled = prev_mode
@@ -468,7 +492,22 @@ def _fit(g: Tensor, meta: tuple[tuple[int, ...], np.dtype]) -> Tensor:
     return g
 
 
+def _capture(
+    node: Node,
+    grads: list[Tensor | None],
+    target_edges: set[tuple[int, int]],
+    captured: dict[tuple[int, int], Tensor],
+) -> None:
+    """Keep the gradients autograd.grad returns for the inputs that are outputs of `node`."""
+    for i, g in enumerate(grads):
+        if g is not None and (id(node), i) in target_edges:
+            captured[(id(node), i)] = g
+
+
 def _pre_hooks(node: Node, grads: list[Tensor | None]) -> tuple[list[Tensor | None], bool]:
+    """The tensor hooks of a node's outputs (a leaf's, for AccumulateGrad), in the order
+    they were registered; as PyTorch, a hook on an output that got no gradient (another
+    output of unbind) is called with None."""
     changed = False
     if isinstance(node, AccumulateGrad):
         var = node.variable
@@ -481,18 +520,23 @@ def _pre_hooks(node: Node, grads: list[Tensor | None]) -> tuple[list[Tensor | No
                 g = new
             grads = [g]
         return grads, changed
-    hooks = node.pre_hooks
-    if not hooks:
-        return grads, False
     grads = list(grads)
-    for kind, *rest in list(hooks):
+    for kind, *rest in list(node.pre_hooks):
         if kind == "tensor":
             nr, fn = rest
-            if grads[nr] is not None:
-                new = _call_hook(fn, grads[nr])
-                changed = changed or new is not grads[nr]
-                grads[nr] = new
-        elif kind == "node":
+            new = _call_hook(fn, grads[nr])
+            changed = changed or new is not grads[nr]
+            grads[nr] = new
+    return grads, changed
+
+
+def _node_pre_hooks(
+    node: Node, grads: list[Tensor | None], changed: bool
+) -> tuple[list[Tensor | None], bool]:
+    """`grad_fn.register_prehook` hooks: after the tensor hooks and retain_grad, as in
+    PyTorch, and only when the node runs."""
+    for kind, *rest in list(node.pre_hooks):
+        if kind == "node":
             (fn,) = rest
             r = fn(tuple(grads))
             if r is not None:
@@ -524,7 +568,11 @@ def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
 
 
 def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
-    if node.multi_output:
+    if all(nxt is None for nxt, _ in node.next_functions):
+        # every input was a view made under no_grad (it requires grad, but leads
+        # nowhere): PyTorch saved nothing for such a node and computes nothing
+        outs: Sequence[Tensor | None] = (None,) * len(node.next_functions)
+    elif node.multi_output:
         outs = node.backward(node, *grads)
     else:
         outs = node.backward(node, grads[0])
@@ -557,26 +605,18 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
             var._grad = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
         else:
             var._grad = Tensor._make(np.array(g.data_, copy=True))
-    elif create_graph or var._grad._requires_grad:
+    elif create_graph:
         var._grad = var._grad + g
     else:
+        # Without create_graph PyTorch adds in place (grad mode is off): .grad stays the
+        # same tensor, with its flags (a grad_fn from an earlier create_graph pass, a
+        # requires_grad_() the script set).
         dst = var._grad.data_
         if dst.flags.writeable and dst.dtype == g.data_.dtype:
             dst += g.data_
             var._grad._vc[0] += 1
         else:
             var._grad = Tensor._make(dst + g.data_)
-
-
-def _accumulate_nonleaf_input(node: Node, nr: int, g: Tensor, create_graph: bool) -> None:
-    """backward(inputs=[non-leaf]) accumulates into that tensor's .grad."""
-    t = node.output_tensor(nr)
-    if t is None:
-        return
-    if t._grad is None:
-        t._grad = g if create_graph else Tensor._make(g.data_.copy())
-    else:
-        t._grad = t._grad + g if create_graph else Tensor._make(t._grad.data_ + g.data_)
 
 
 def silence_hooks(roots: Sequence[Node | None]) -> Callable[[], None]:

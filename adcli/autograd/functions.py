@@ -178,9 +178,13 @@ class DivRounding(Function):
     grad_fn_name = "DivBackward2"
 
     def forward(ctx, a, b, dtype, mode):
+        # the gradient is zero, but PyTorch saves what its formulas name (other for
+        # self's, both for other's): an in-place change to them still raises
+        ctx.save(b, a if ctx.needs_input_grad[1] else None)
         return rounded_div(_d(a, dtype), _d(b, dtype), mode)
 
     def backward(ctx, g):
+        ctx.saved_tensors  # noqa: B018 (the version check)
         need_a, need_b = ctx.needs_input_grad
         return (_zeros_like(g) if need_a else None), (_zeros_like(g) if need_b else None)
 
@@ -189,6 +193,7 @@ class NotImplementedOp(Function):
     """an operation PyTorch gives no derivative (`x // y`, a number % x): backward raises"""
 
     grad_fn_name = "NotImplemented"
+    runs_first = True  # PyTorch's Error nodes run before the other ready nodes
 
     def name(self) -> str:
         """`torch::autograd::NotImplemented`, as PyTorch's `name()` spells it."""
@@ -312,12 +317,12 @@ class PowScalarBase(Function):
 
     def forward(ctx, b, base, dtype):
         ctx.base = base
-        ctx.save_output()
+        ctx.save_output(b)  # PyTorch saves the exponent too (version-checked)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return np.power(np.asarray(base, dtype), _d(b, dtype))
 
     def backward(ctx, g):
-        (result,) = ctx.saved_tensors
+        _, result = ctx.saved_tensors
         if ctx.base == 0:
             return (ops.where(result == 0, 0.0, g * result * float("-inf")),)
         return (g * result * float(np.log(ctx.base)),)
@@ -717,9 +722,11 @@ class SoftplusBackward(Function):
         )
         gg_a = None
         if g is not None:
+            # PyTorch's softplus_double_backward: zero from the threshold itself on
+            # (strictly below it counts), as a product (so -0. and NaN as there)
             bx = a * b
             s = ops.sigmoid(bx)
-            gg_a = ops.where(bx > th, 0.0, gg * g * (s * (1 - s)) * b)
+            gg_a = gg * g * (1 - s) * s * (bx < th) * b
         return gg_g, gg_a
 
 
@@ -735,10 +742,10 @@ class Clamp(Function):
         # PyTorch's min(max(x, lo), hi) keeps x on ties (-0. against 0.) and turns a
         # NaN bound into NaN
         if lo is not None:
-            lo_ = np.asarray(lo, x.dtype)
+            lo_ = np.asarray(lo).astype(x.dtype)  # an unsigned kernel wraps -1
             x = np.where((x < lo_) | np.isnan(lo_), lo_, x)
         if hi is not None:
-            hi_ = np.asarray(hi, x.dtype)
+            hi_ = np.asarray(hi).astype(x.dtype)
             x = np.where((x > hi_) | np.isnan(hi_), hi_, x)
         return x
 
@@ -921,7 +928,8 @@ class Mean(Function):
 
     def backward(ctx, g):
         n = max(1, int(np.prod(ctx.shape)))
-        return (ops.expand(g, ctx.shape) / n,)
+        # PyTorch divides by the count as a C++ number: DivBackward1
+        return (DivScalar.apply(ops.expand(g, ctx.shape), other=n),)
 
 
 class MeanDim(Function):
@@ -940,7 +948,8 @@ class MeanDim(Function):
 
     def backward(ctx, g):
         n = int(np.prod([ctx.shape[d] for d in ctx.dims]))
-        return (ops.expand(_unreduce(g, ctx.shape, ctx.dims, ctx.keepdim), ctx.shape) / n,)
+        g = ops.expand(_unreduce(g, ctx.shape, ctx.dims, ctx.keepdim), ctx.shape)
+        return (DivScalar.apply(g, other=n),)
 
 
 class Prod(Function):
@@ -1566,14 +1575,23 @@ class Repeat(Function):
         return np.tile(x, reps)
 
     def backward(ctx, g):
-        # split every repeated dim into (repeat, size) and sum the repeats away
-        shape = (1,) * (len(ctx.reps) - len(ctx.shape)) + ctx.shape
+        # PyTorch's repeat_backward, step for step (its nodes, and a gradient that
+        # stays expanded when nothing is summed)
+        if 0 in ctx.reps:
+            return (Tensor._make(np.zeros(ctx.shape, g.data_.dtype)),)
+        extra = len(ctx.reps) - len(ctx.shape)
+        for _ in range(extra):  # the leading dims repeat added
+            g = ops.sum_dims(g, (0,), False)
         split: list[int] = []
-        for r, s in zip(ctx.reps, shape, strict=False):
-            split += [r, s]
-        g = ops.reshape(g, tuple(split))
-        g = ops.sum_dims(g, tuple(range(0, len(split), 2)), False)
-        return (ops.reshape(g, ctx.shape),)
+        dims: list[int] = []
+        for r, s in zip(ctx.reps[extra:], ctx.shape, strict=True):
+            if r != 1:  # split (repeat * size) into (repeat, size), to sum the repeats away
+                split.append(r)
+                dims.append(len(split) - 1)
+            split.append(s)
+        if tuple(split) != g.data_.shape:
+            g = ops.reshape(g, tuple(split))
+        return (ops.sum_dims(g, tuple(dims), False) if dims else g,)
 
 
 class Flip(Function):
@@ -1934,7 +1952,7 @@ class Gather(Function):
     grad_fn_name = "GatherBackward0"
 
     def forward(ctx, a, dim, index):
-        _keep(ctx, index)
+        ctx.save(a, Tensor._make(np.asarray(index)))  # PyTorch saves self (version-checked)
         ctx.dim, ctx.index, ctx.shape = dim, index, a.data_.shape
         x = a.data_
         if x.ndim == 0 or index.ndim == 0:  # a 0-d operand counts as 1-d

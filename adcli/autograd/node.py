@@ -69,6 +69,17 @@ class SavedTensor:
         return self.tensor
 
 
+def short_name(node: Node) -> str:
+    """A node's name as PyTorch's in-place errors print it: without "Backward" and a 0
+    suffix (Add, Exp, Unbind), keeping any other number (Pow2, Clamp1, Squeeze1)."""
+    name = node.name()
+    if name.endswith("Backward0"):
+        return name[: -len("Backward0")]
+    if name[-1:].isdigit() and "Backward" in name:
+        return name.replace("Backward", "")
+    return name
+
+
 def _version_message(saved: SavedTensor, node: Function) -> str:
     from .tensor import Tensor
 
@@ -82,23 +93,26 @@ def _version_message(saved: SavedTensor, node: Function) -> str:
     sizes = ", ".join(str(s) for s in data.shape)
     what = f"[torch.{of_array(data).legacy} [{sizes}]]"
     if producer is not None:
-        name = producer.name()
-        # PyTorch drops "Backward" and a 0 suffix: Add, Exp, Pow2, Clamp1, Fill2
-        if name.endswith("Backward0"):
-            name = name[: -len("Backward0")]
-        elif name[-1:].isdigit() and "Backward" in name:
-            name = name.replace("Backward", "")
-        elif name == "CopySlices":
+        name = short_name(producer)
+        if name == "CopySlices":
             name = "torch::autograd::CopySlices"
         what += f", which is output 0 of {name},"
     del Tensor
     return (
         "one of the variables needed for gradient computation has been modified by an "
         f"inplace operation: {what} is at version {saved.counter[0]}; expected version "
-        f"{saved.version} instead. Hint: enable anomaly detection to find the operation that "
-        "failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, "
-        "check_nan=False)."
+        f"{saved.version} instead. Hint: " + (_ANOMALY_HINT if _config.anomaly_mode else _HINT)
     )
+
+
+_HINT = (
+    "enable anomaly detection to find the operation that failed to compute its gradient, "
+    "with torch.autograd.set_detect_anomaly(True, check_nan=False)."
+)
+_ANOMALY_HINT = (
+    "the backtrace further above shows the operation that failed to compute its gradient. "
+    "The variable in question was changed in there or anywhere later. Good luck!"
+)
 
 
 class Node:
@@ -116,6 +130,9 @@ class Node:
     __ad_attrs__ = frozenset({"next_functions", "name", "register_hook", "register_prehook"})
     grad_fn_name: ClassVar[str] = "Node"
     multi_output: ClassVar[bool] = False
+    # PyTorch runs this kind of node as soon as it is ready, as AccumulateGrad (see
+    # engine._rank); AccumulateGrad itself has the largest seq instead
+    runs_first: ClassVar[bool] = False
 
     def name(self) -> str:
         """PyTorch's class name of this node (`MulBackward0`)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import builtins as _py
 import math
-import re
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from . import dtypes, grad_mode, ranges
 from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
+from .node import short_name
 from .tensor import Tensor, _norm_dim, check_no_overlap
 
 F: Any = None  # functions.py, bound at the end (it imports this module)
@@ -73,6 +73,20 @@ def _broadcast_check(a: np.ndarray, b: np.ndarray) -> None:
                 f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
                 f"non-singleton dimension {dim}"
             )
+
+
+def check_output_shape(out: tuple[int, ...], shape: tuple[int, ...]) -> None:
+    """An in-place result must keep the written-to tensor's shape, as in PyTorch."""
+    if shape == out:
+        return
+    try:
+        full = np.broadcast_shapes(out, shape)
+    except ValueError:
+        full = shape
+    if full != out:
+        raise RuntimeError(
+            f"output with shape {list(out)} doesn't match the broadcast shape {list(full)}"
+        )
 
 
 def _binary(
@@ -153,6 +167,14 @@ def check_nonempty(t: Tensor, name: str) -> None:
         )
 
 
+def check_reduce_dims(t: Tensor, name: str, dims: tuple[int, ...]) -> None:
+    """Refuse reducing an empty dim without identity (max, argmax...), as PyTorch does."""
+    shape = t.data_.shape
+    for d in dims:
+        if d < len(shape) and shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
 # ************************************************************ arithmetic
 
 
@@ -170,7 +192,17 @@ def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
             "`^` or `logical_xor()` operator instead."
         )
+    if _py.any(
+        isinstance(v, bool) or isinstance(v, Tensor) and v.data_.dtype == np.bool_ for v in (a, b)
+    ):
+        raise RuntimeError(_SUB_BOOL)
     return F.Sub.apply(ta, tb, dtype=dt, alpha=alpha)
+
+
+_SUB_BOOL = (
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+    "to invert a mask, use the `~` or `logical_not()` operator instead."
+)
 
 
 def rsub(a: Tensor, other: Any) -> Tensor:
@@ -178,6 +210,8 @@ def rsub(a: Tensor, other: Any) -> Tensor:
     if isinstance(other, Tensor):
         return sub(other, a)
     _check_number(other)
+    if a.data_.dtype == np.bool_ or isinstance(other, bool):
+        raise RuntimeError(_SUB_BOOL)
     return F.Rsub.apply(a, other=other, dtype=dtypes.result_type(a, other).np)
 
 
@@ -348,7 +382,14 @@ def sqrt(a: Tensor) -> Tensor:
 
 def abs(a: Tensor) -> Tensor:
     """|a|"""
+    _no_bool(a, "abs_cpu")
     return F.Abs.apply(a)
+
+
+def _no_bool(a: Tensor, kernel: str) -> None:
+    """PyTorch has no kernel for some ops on bool tensors."""
+    if a.data_.dtype == np.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def sin(a: Tensor) -> Tensor:
@@ -378,16 +419,20 @@ def sigmoid(a: Tensor) -> Tensor:
 
 def relu(a: Tensor) -> Tensor:
     """max(a, 0)"""
+    if a.data_.dtype == np.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return F.Relu.apply(a)
 
 
 def leaky_relu(a: Tensor, negative_slope: float = 0.01) -> Tensor:
     """a if a > 0 else negative_slope * a"""
+    _no_bool(a, "leaky_relu_cpu")
     return F.LeakyRelu.apply(a, negative_slope=negative_slope)
 
 
 def softplus(a: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * a)) / beta"""
+    _no_bool(a, "softplus_cpu")
     return F.Softplus.apply(a, beta=beta, threshold=threshold)
 
 
@@ -400,7 +445,57 @@ def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
         hi = max if max is None or isinstance(max, Tensor) else _scalar_tensor(max, a.dtype)
         dt = dtypes.result_type(*[x for x in (a, lo, hi) if x is not None]).np
         return F.ClampTensor.apply(a, lo, hi, dtype=dt)
+    dt = _clamp_scalar_dtype(a, min, max)
+    if dt != a.dtype:  # an int or bool tensor (no graph) with a wider bound: promote first
+        a = Tensor._make(a.data_.astype(dt.np))
     return F.Clamp.apply(a, lo=min, hi=max)
+
+
+def _clamp_scalar_dtype(a: Tensor, lo: Any, hi: Any) -> DType:
+    """The result dtype of clamp with number bounds; PyTorch has no bool kernel."""
+    dt = dtypes.result_type(a, *[b for b in (lo, hi) if b is not None])
+    if dt == dtypes.bool_:
+        which = (
+            "clamp"
+            if lo is not None and hi is not None
+            else "clamp_min"
+            if hi is None
+            else "clamp_max"
+        )
+        raise NotImplementedError(f"\"{which}_scalar_cpu\" not implemented for 'Bool'")
+    for b in (lo, hi):
+        if b is not None:
+            _check_scalar_fits(b, dt)
+    return dt
+
+
+_FIXED_NAMES = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def _check_scalar_fits(v: Any, dt: DType) -> None:
+    """PyTorch refuses a number its kernel's type cannot hold (unsigned ones wrap once)."""
+    if dt.is_floating_point:
+        big = np.finfo(dt.np).max
+        bad = math.isfinite(v) and not -big <= v <= big
+    else:
+        info = np.iinfo(dt.np)
+        low = -int(info.max) if info.min == 0 else info.min
+        bad = not low <= v <= info.max
+    if bad:
+        name = _FIXED_NAMES.get(dt.name, "uint8_t" if dt.name == "uint8" else None)
+        name = name or _CPP_TYPE_NAMES[dt.name]
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
+def check_clamp_inplace(a: Tensor, lo: Any, hi: Any) -> None:
+    """`clamp_` with number bounds refuses a wider result, naming C++ types as PyTorch does."""
+    if lo is None and hi is None or isinstance(lo, Tensor) or isinstance(hi, Tensor):
+        return
+    dt = dtypes.result_type(a, *[b for b in (lo, hi) if b is not None])
+    if dt != a.dtype and not np.can_cast(dt.np, a.data_.dtype, "same_kind"):
+        src, dst = dt.legacy.removesuffix("Tensor"), _CPP_TYPE_NAMES[a.dtype.name]
+        raise RuntimeError(f"result type {src} can't be cast to the desired output type {dst}")
+    _clamp_scalar_dtype(a, lo, hi)
 
 
 clip = clamp
@@ -413,16 +508,19 @@ def sign(a: Tensor) -> Tensor:
 
 def floor(a: Tensor) -> Tensor:
     """round down"""
+    _no_bool(a, "floor_vml_cpu")
     return F.Floor.apply(a)
 
 
 def ceil(a: Tensor) -> Tensor:
     """round up"""
+    _no_bool(a, "ceil_vml_cpu")
     return F.Ceil.apply(a)
 
 
 def round(a: Tensor, decimals: int = 0) -> Tensor:
     """round half to even"""
+    _no_bool(a, "round_cpu" if decimals else "round_vml_cpu")
     if decimals:
         return F.RoundDecimals.apply(a, decimals=decimals)
     return F.Round.apply(a)
@@ -472,7 +570,8 @@ def bitwise(kind: str, a: Any, b: Any) -> Tensor:
     """& | ^ on bool or integer tensors."""
     ta, tb, dt = _binary(a, b)
     if dt.kind not in _INT_KINDS:
-        raise RuntimeError(f"\"bitwise_{kind}_cpu\" not implemented for 'Float'")
+        name = dtypes.of_array(np.empty(0, dt)).legacy.removesuffix("Tensor")
+        raise NotImplementedError(f"\"bitwise_{kind}_cpu\" not implemented for '{name}'")
     f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
     return Tensor._make(f(ta.data_.astype(dt), tb.data_.astype(dt)))
 
@@ -521,13 +620,17 @@ def le(a: Any, b: Any) -> Tensor:
     return compare("le", a, b)
 
 
-def equal(a: Tensor, b: Tensor) -> bool:
+def equal(a: Tensor, b: Tensor, _method: bool = False) -> bool:
     """True when shapes and all values are equal."""
+    _tensor_operands("equal", a, b, _method)
     return a.data_.shape == b.data_.shape and bool(np.all(a.data_ == b.data_))
 
 
-def allclose(a: Tensor, b: Tensor, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+def allclose(
+    a: Tensor, b: Tensor, rtol: float = 1e-5, atol: float = 1e-8, _method: bool = False
+) -> bool:
     """True when all values are close."""
+    _tensor_operands("allclose", a, b, _method)
     return bool(np.allclose(a.data_, b.data_, rtol=rtol, atol=atol))
 
 
@@ -681,7 +784,38 @@ class _ReturnTypes(tuple):
     __str__ = __repr__
 
 
-def _extreme(kind: str, a: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
+_EXTREME_FUNCTION = (
+    " * (Tensor input, *, Tensor out = None)\n"
+    " * (Tensor input, Tensor other, *, Tensor out = None)\n"
+    " * (Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)\n"
+)
+_EXTREME_METHOD = (
+    " * ()\n      didn't match because some of the arguments have invalid types: (!{t}!)\n"
+    " * (Tensor other)\n      didn't match because some of the arguments have invalid types: "
+    "(!{t}!)\n * (int dim, bool keepdim = False)\n"
+)
+
+
+def _check_extreme_dim(kind: str, dim: Any, method: bool) -> None:
+    """PyTorch's overload error for max/min given a dim that is neither int nor tensor."""
+    if dim is None or isinstance(dim, Tensor):
+        return
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool):
+        return
+    t = type(dim).__name__
+    got, expected = (
+        (t, _EXTREME_METHOD.format(t=t)) if method else (f"Tensor, {t}", _EXTREME_FUNCTION)
+    )
+    raise TypeError(
+        f"{kind}() received an invalid combination of arguments - got ({got}), but expected "
+        f"one of:\n{expected}"
+    )
+
+
+def _extreme(
+    kind: str, a: Tensor, dim: Any, keepdim: bool, other: Any, method: bool = False
+) -> Any:
+    _check_extreme_dim(kind, dim, method)
     if isinstance(dim, Tensor) and other is None:
         other, dim = dim, None
     if other is not None:
@@ -689,6 +823,7 @@ def _extreme(kind: str, a: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
     if dim is None:
         return (F.Max if kind == "max" else F.Min).apply(a)
     d = _norm_dim(int(dim), a.data_.ndim)
+    check_reduce_dims(a, kind, (d,))
     fn = F.MaxDim if kind == "max" else F.MinDim
     values = fn.apply(a, dim=d, keepdim=keepdim)
     if a.data_.ndim == 0:  # dim 0 of a 0-d tensor: the value itself, at index 0
@@ -699,44 +834,64 @@ def _extreme(kind: str, a: Tensor, dim: Any, keepdim: bool, other: Any) -> Any:
     return _ReturnTypes(kind, values, Tensor._make(idx.astype(np.int64)))
 
 
-def max(a: Tensor, dim: Any = None, keepdim: bool = False, other: Any = None) -> Any:
+def max(
+    a: Tensor, dim: Any = None, keepdim: bool = False, other: Any = None, _method: bool = False
+) -> Any:
     """Max of all elements; `(values, indices)` along dim; elementwise with a tensor."""
-    return _extreme("max", a, dim, keepdim, other)
+    return _extreme("max", a, dim, keepdim, other, _method)
 
 
-def min(a: Tensor, dim: Any = None, keepdim: bool = False, other: Any = None) -> Any:
+def min(
+    a: Tensor, dim: Any = None, keepdim: bool = False, other: Any = None, _method: bool = False
+) -> Any:
     """Min of all elements; `(values, indices)` along dim; elementwise with a tensor."""
-    return _extreme("min", a, dim, keepdim, other)
+    return _extreme("min", a, dim, keepdim, other, _method)
+
+
+def _amax_dims(name: str, a: Tensor, dim: Any) -> tuple[int, ...]:
+    """The dims amax/amin reduce, refusing empty ones as PyTorch does."""
+    if dim == () or dim == []:
+        check_nonempty(a, name)
+        return _dims(None, a.data_.ndim)
+    dims = _dims(dim, a.data_.ndim)
+    check_reduce_dims(a, name, dims)
+    return dims
 
 
 def amax(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Max over dims (all when empty); ties share the gradient."""
-    dims = _dims(None if dim == () else dim, a.data_.ndim)
+    dims = _amax_dims("amax", a, dim)
     return F.Amax.apply(a, dims=dims, keepdim=keepdim)
 
 
 def amin(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Min over dims (all when empty); ties share the gradient."""
-    dims = _dims(None if dim == () else dim, a.data_.ndim)
+    dims = _amax_dims("amin", a, dim)
     return F.Amin.apply(a, dims=dims, keepdim=keepdim)
+
+
+def _arg_extreme(name: str, fn: Any, a: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    """argmax/argmin: flattened when dim is None; empty dims refused as PyTorch does."""
+    if dim is None:
+        if a.data_.size == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+            )
+        return Tensor._make(np.asarray(fn(a.data_), np.int64))
+    d = _norm_dim(dim, a.data_.ndim)
+    check_reduce_dims(a, name, (d,))
+    out = fn(a.data_, axis=d if a.data_.ndim else None, keepdims=keepdim)
+    return Tensor._make(out.astype(np.int64))
 
 
 def argmax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Index of the max (flattened when dim is None)."""
-    if dim is None:
-        return Tensor._make(np.asarray(np.argmax(a.data_), np.int64))
-    d = _norm_dim(dim, a.data_.ndim)
-    out = np.argmax(a.data_, axis=d if a.data_.ndim else None, keepdims=keepdim)
-    return Tensor._make(out.astype(np.int64))
+    return _arg_extreme("argmax", np.argmax, a, dim, keepdim)
 
 
 def argmin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     """Index of the min (flattened when dim is None)."""
-    if dim is None:
-        return Tensor._make(np.asarray(np.argmin(a.data_), np.int64))
-    d = _norm_dim(dim, a.data_.ndim)
-    out = np.argmin(a.data_, axis=d if a.data_.ndim else None, keepdims=keepdim)
-    return Tensor._make(out.astype(np.int64))
+    return _arg_extreme("argmin", np.argmin, a, dim, keepdim)
 
 
 def norm(a: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -749,7 +904,26 @@ def norm(a: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tenso
             "linalg.vector_norm: Expected a floating point or complex tensor as input. "
             f"Got {a.dtype.legacy.replace('Tensor', '')}"
         )
+    _check_norm_identity(a, float(p), dims)
     return F.Norm.apply(a, p=float(p), dims=dims, keepdim=keepdim)
+
+
+def _check_norm_identity(a: Tensor, p: float, dims: tuple[int, ...] | None) -> None:
+    """Norms with no identity (p = inf or p < 0) refuse empty reductions, as PyTorch does."""
+    if not (p < 0 or p == math.inf) or a.data_.size:
+        return
+    if dims is None or not dims:
+        raise RuntimeError(
+            f"linalg.vector_norm cannot compute the {p:g} norm on an empty tensor because "
+            "the operation does not have an identity"
+        )
+    for d in dims:
+        if a.data_.shape[d] == 0:
+            # sic: PyTorch's sentence lacks the space after the dim
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {p:g} norm on the dimension {d}because "
+                "this dimension is empty and the operation does not have an identity"
+            )
 
 
 def logsumexp(a: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
@@ -943,8 +1117,9 @@ def matmul(a: Any, b: Any) -> Tensor:
     if da == 2 and db == 1:
         return mv(a, b)
     if da == 1 and db == 2:
-        out = mm(unsqueeze(a, 0), b)
-        return F.SqueezeDimInplace.apply(out, dim=0)
+        out = F.SqueezeDimInplace.apply(mm(unsqueeze(a, 0), b), dim=0)
+        out._vc[0] += 1  # PyTorch's squeeze_ here is in place: the result is at version 1
+        return out
     if da == 2 and db == 2:
         return mm(a, b)
     if da == 3 and db == 3 and a.data_.shape[0] != b.data_.shape[0]:
@@ -1324,30 +1499,40 @@ def _unique_dims(dims: Sequence[Any], ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Tensors joined along an existing dim."""
+def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None = None) -> Tensor:
+    """Tensors joined along an existing dim (`axis` is NumPy's name for it)."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("cat() got an unexpected keyword argument 'axis'")
+        dim = axis
+    dim = 0 if dim is None else dim
     ts = list(tensors)
     if not ts:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    # 1-d empty tensors are skipped, as torch does (legacy behaviour)
-    nd = ts[0].data_.ndim
-    for x in ts[1:]:
+    for i, x in enumerate(ts):
+        if x.data_.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    rt = dtypes.result_type(*[_as_dim_tensor(x) for x in ts])
+    # legacy 1-d empty tensors are skipped in the shape checks (they still promote)
+    real = [(i, x) for i, x in enumerate(ts) if x.data_.shape != (0,)]
+    if not real:
+        return F.Cat.apply(*ts, dim=0, dtype=rt.np)
+    first = real[0][1]
+    nd = first.data_.ndim
+    for _, x in real[1:]:
         if x.data_.ndim != nd:
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {nd} and {x.data_.ndim}"
             )
-    if nd == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _norm_dim(dim, nd)
-    ref = ts[0].data_.shape
-    for i, x in enumerate(ts[1:], 1):
+    ref = first.data_.shape
+    for i, x in real[1:]:
         for k, (p, q) in enumerate(zip(ref, x.data_.shape, strict=False)):
             if k != d and p != q:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size {p} "
                     f"but got size {q} for tensor number {i} in the list."
                 )
-    rt = dtypes.result_type(*[_as_dim_tensor(x) for x in ts])
     return F.Cat.apply(*ts, dim=d, dtype=rt.np)
 
 
@@ -1536,6 +1721,7 @@ _CPP_TYPE_NAMES = {
     "float32": "float",
     "float64": "double",
     "float16": "c10::Half",
+    "bool": "bool",
 }
 
 
@@ -1657,6 +1843,15 @@ def _check_subscript(shape: tuple[int, ...], parts: tuple[Any, ...]) -> bool:
         pos += 1
         dim += 1
     return whole
+
+
+def _is_mask(p: Any) -> bool:
+    return type(p) is np.ndarray and p.dtype == np.bool_
+
+
+def _legacy_name(t: Tensor) -> str:
+    """`Float`, `Long`: the name PyTorch's messages give a tensor's dtype."""
+    return t.dtype.legacy.replace("Tensor", "")
 
 
 def _is_0d_mask(p: Any) -> bool:
@@ -1796,6 +1991,8 @@ def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
     for d, j, arr in placed:
         size = shape[d]
         bad = arr[(arr >= size) | (arr < -size)]
+        if bad.size and size == 0:  # PyTorch's sentence names neither index nor dim then
+            raise IndexError("index is out of bounds for dimension with size 0")
         if bad.size:
             raise IndexError(
                 f"index {int(bad.flat[0])} is out of bounds for dimension {j} with size {size}"
@@ -1843,8 +2040,13 @@ def view_rebase_message(view: Tensor, indirect: bool) -> str:
     no_grad, or one of several outputs), or whose base was changed in place."""
     done = "its base or another view of its base has been" if indirect else "is being"
     node = view._grad_fn
-    if node is not None:
-        name = re.sub(r"Backward\d*$", "", node.name())
+    if node is not None and view._creation == VIEW_NO_GRAD:  # a view of a no_grad view
+        msg = (
+            f"Output {view._output_nr} of {short_name(node)} is a view of a view which was "
+            f"created in no_grad mode and {done} modified inplace with grad mode enabled."
+        )
+    elif node is not None:
+        name = short_name(node)
         msg = f"Output {view._output_nr} of {name} is a view and {done} modified inplace."
     else:
         msg = (
@@ -1902,7 +2104,7 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     CopySlices node wrapping the op's node (so its next_functions are the base's old
     node and the op's other inputs, as in PyTorch) and the view an AsStridedBackward0
     re-derived from the base."""
-    from .tensor import _adopt_node
+    from .tensor import _adopt_node, check_write
 
     base = view._base
     idx = view_position(view)
@@ -1912,6 +2114,7 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     result = fn(stand_in, *args, **kwargs)
     node = result.grad_fn
     value = result.data_
+    check_write(view.data_, value)
     snapshot = Tensor._make(
         base.data_.copy(), base._requires_grad, base.grad_fn, [base._vc[0]], base._output_nr
     )
@@ -1964,12 +2167,21 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
                 ("a leaf Variable" if itself else "a view of a leaf Variable")
                 + " that requires grad is being used in an in-place operation."
             )
-        if a._creation and not advanced:
-            # PyTorch writes through a view `a[index]`, which is the one it names
-            getitem(a, idx)._check_inplace((v,))
+        if a._creation and sliced and not whole:
+            # PyTorch writes through a view `a[index]`, which is the one it names (a 0-d
+            # mask being an unsqueeze there, as None is); a whole subscript is `a` itself
+            view_idx = tuple(None if _is_0d_mask(p) else p for p in parts)
+            getitem(a, view_idx if len(view_idx) != 1 else view_idx[0])._check_inplace((v,))
         a._check_inplace((v,))
     if not sliced:
         _fancy_index(a, parts)  # PyTorch's index errors (bounds, masks)
+        mask_fill = len(parts) == 1 and _is_mask(parts[0]) and v is not None and not v.data_.ndim
+        if v is not None and v.data_.dtype != a.data_.dtype and not mask_fill:
+            raise RuntimeError(
+                "Index put requires the source and destination dtypes match, got "
+                f"{_legacy_name(a)} for the destination and {_legacy_name(v)} for the source."
+            )
+        _warn_expanded(a, parts, v)
     elif advanced:  # 0-d masks: True adds a dim of size 1 (as None does), False picks nothing
         if not _py.all(bool(p) for p in parts if _is_0d_mask(p)):
             return
@@ -1977,6 +2189,8 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         idx = parts if len(parts) != 1 else parts[0]
         advanced = whole = False
     record = grad_mode.state.enabled and (a.requires_grad or (v is not None and v.requires_grad))
+    # slicing copies (copy_), which records nothing into a non-float tensor
+    record = record and (advanced or a.dtype.is_floating_point)
     if record and whole and not advanced:
         # a subscript that keeps every element is no view to PyTorch: `a[:] = 2` is
         # a.fill_(2) (FillBackward3), `a[...] = t` is a.copy_(t) (CopyBackwards)
@@ -2074,6 +2288,7 @@ def binary_cross_entropy(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}) is deprecated. Please ensure they have the same size."
         )
+    _check_no_requires_grad(weight, "weight", "binary_cross_entropy")
     dt = input.data_.dtype
     if target.data_.dtype != dt:  # PyTorch refuses to convert the target
         raise RuntimeError(
@@ -2104,6 +2319,8 @@ def nll_loss(
             f"({target.data_.shape[0]})."
         )
     if weight is not None:
+        fn = "nll_loss2d_forward" if input.data_.ndim >= 3 else "nll_loss_forward"
+        _check_no_requires_grad(weight, "weight", fn)
         _check_nll_weight(input, weight)
     return F.NllLoss.apply(
         input,
@@ -2112,6 +2329,15 @@ def nll_loss(
         reduction=_reduction(reduction),
         ignore_index=ignore_index,
     )
+
+
+def _check_no_requires_grad(t: Tensor | None, arg: str, fn: str) -> None:
+    """PyTorch refuses, while recording, an argument it has no derivative for."""
+    if t is not None and grad_mode.state.enabled and t.requires_grad:
+        raise RuntimeError(
+            f"The function '{fn}' is not differentiable with respect to argument '{arg}'. "
+            "This input cannot have requires_grad True."
+        )
 
 
 def _check_nll_weight(input: Tensor, weight: Tensor) -> None:
@@ -2253,8 +2479,14 @@ def fill_like(t: Tensor, v: Any) -> Tensor:
 
 def copy_from(t: Tensor, src: Tensor) -> Tensor:
     """src broadcast to t's shape and dtype (the value of `t.copy_(src)`)."""
+    if isinstance(src, (bool, int, float, np.number)):  # a number is a 0-d source
+        src = Tensor._make(np.asarray(src))
     if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {_type_name(src)}")
+        raise TypeError(
+            f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}"
+        )
+    _broadcast_check(t.data_, src.data_)
+    check_output_shape(t.data_.shape, src.data_.shape)
     return F.CopyFrom.apply(t, src)
 
 
@@ -2497,7 +2729,32 @@ def _reshape_as(a: Tensor, other: Tensor) -> Tensor:
 
 
 def _masked_fill_(a: Tensor, mask: Tensor, value: Any) -> Tensor:
-    return a._inplace(lambda t, v: masked_fill(t, mask, v), value)
+    if _expanded(a.data_):
+        _config.warn(EXPANDED_WARNING.format("masked_fill_", "[mask] = scalar", 2450))
+    return a._inplace(lambda t, v: masked_fill(t, mask, v), value, _overlap_ok=True)
+
+
+def _expanded(a: np.ndarray) -> bool:
+    return _py.any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape, strict=True))
+
+
+def _warn_expanded(a: Tensor, parts: tuple[Any, ...], v: Tensor | None) -> None:
+    """PyTorch's deprecation warnings for `a[indices] = value` into expanded memory (a
+    lone mask with a scalar value goes on to masked_fill_, which warns too)."""
+    if not _expanded(a.data_):
+        return
+    _config.warn(EXPANDED_WARNING.format("index_put_", "[indices] = tensor", 976))
+    mask = len(parts) == 1 and type(parts[0]) is np.ndarray and parts[0].dtype == np.bool_
+    if mask and (v is None or v.data_.ndim == 0):
+        _config.warn(EXPANDED_WARNING.format("masked_fill_", "[mask] = scalar", 2450))
+
+
+EXPANDED_WARNING = (
+    "Use of {0} on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. tensor{1} "
+    "(Triggered internally at "
+    "/__w/pytorch/pytorch/aten/src/ATen/native/TensorAdvancedIndexing.cpp:{2}.)"
+)
 
 
 def _inplace_unary(fn: Any) -> Any:
@@ -2524,6 +2781,10 @@ EXTRA_METHODS: dict[str, Any] = {
     "maximum": lambda a, other: maximum(a, other, _method=True),
     "flip": _flip_method,
     "minimum": lambda a, other: minimum(a, other, _method=True),
+    "max": lambda a, dim=None, keepdim=False, other=None: max(a, dim, keepdim, other, True),
+    "min": lambda a, dim=None, keepdim=False, other=None: min(a, dim, keepdim, other, True),
+    "equal": lambda a, other: equal(a, other, _method=True),
+    "allclose": lambda a, other, rtol=1e-5, atol=1e-8: allclose(a, other, rtol, atol, True),
     "relu_": _inplace_unary(relu),
     "sigmoid_": _inplace_unary(sigmoid),
     "tanh_": _inplace_unary(tanh),

@@ -7,7 +7,27 @@ from typing import Any
 
 import numpy as np
 
+from .config import config
 from .tensor import Tensor
+
+DUPLICATE_WARNING = (
+    "optimizer contains a parameter group with duplicate parameters; in future, this will "
+    "cause an error; see github.com/pytorch/pytorch/issues/40967 for more information"
+)
+
+
+def _zero_in_place(g: Tensor) -> None:
+    """zero_grad(set_to_none=False) as PyTorch: the same .grad tensor, detached (or no
+    longer requiring grad) and zeroed in place, so earlier references see the zeros."""
+    if g._grad_fn is not None:
+        g.grad_fn = None
+        g._output_nr = 0
+    g._requires_grad = False
+    if g.data_.flags.writeable:
+        g.data_[...] = 0
+        g._vc[0] += 1
+    else:  # a broadcast view cannot be written: a fresh buffer
+        g.data_ = np.zeros_like(g.data_)
 
 
 class Optimizer:
@@ -34,6 +54,8 @@ class Optimizer:
                     )
                 if not p.is_leaf:
                     raise ValueError("can't optimize a non-leaf Tensor")
+            if len({id(p) for p in group["params"]}) != len(group["params"]):
+                config.warn(DUPLICATE_WARNING)
             self.param_groups.append(group)
         self.state: dict[int, dict[str, Any]] = {}
 
@@ -46,7 +68,7 @@ class Optimizer:
                 if set_to_none:
                     p._grad = None
                 else:
-                    p._grad = Tensor._make(np.zeros_like(p._grad.data_))
+                    _zero_in_place(p._grad)
 
     def _params_with_grad(self, group: dict[str, Any]) -> list[Tensor]:
         return [p for p in group["params"] if p._grad is not None]
@@ -112,7 +134,11 @@ class SGD(Optimizer):
         for group in self.param_groups:
             lr, mom, damp = group["lr"], group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-            for p in self._params_with_grad(group):
+            params = self._params_with_grad(group)
+            # the buffers are read for the whole group first and stored after, as
+            # PyTorch does (a parameter listed twice starts both times afresh at step 1)
+            bufs = [self.state.get(id(p), {}).get("momentum_buffer") for p in params]
+            for i, p in enumerate(params):
                 x = p.data_
                 d = p._grad.data_
                 if maximize:
@@ -120,16 +146,19 @@ class SGD(Optimizer):
                 if wd != 0:
                     d = d + _f(wd, x) * x
                 if mom != 0:
-                    st = self.state.setdefault(id(p), {})
-                    buf = st.get("momentum_buffer")
+                    buf = bufs[i]
                     if buf is None:
                         buf = np.array(d, copy=True)
-                    else:
-                        buf = buf * _f(mom, x) + _f(1 - damp, x) * d
-                    st["momentum_buffer"] = buf
+                    else:  # in place: a parameter listed twice updates the one buffer twice
+                        buf *= _f(mom, x)
+                        buf += _f(1 - damp, x) * d
+                    bufs[i] = buf
                     d = d + _f(mom, x) * buf if nesterov else buf
                 x += _f(-lr, x) * d
                 p._vc[0] += 1
+            if mom != 0:
+                for p, buf in zip(params, bufs, strict=True):
+                    self.state.setdefault(id(p), {})["momentum_buffer"] = buf
         return loss
 
 

@@ -174,25 +174,30 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self._set_requires_grad(bool(value), "and complex ")
+        self._set_requires_grad(bool(value), setter=True)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set requires_grad in place; returns the tensor."""
-        self._set_requires_grad(bool(requires_grad), "")
+        self._set_requires_grad(bool(requires_grad), setter=False)
         return self
 
-    def _set_requires_grad(self, value: bool, complex_words: str) -> None:
-        if self.grad_fn is not None:
+    def _set_requires_grad(self, value: bool, setter: bool) -> None:
+        """The checks of `t.requires_grad = v` (setter) and `t.requires_grad_(v)`."""
+        # the raw node, as PyTorch's is_leaf() here: a view's node is not re-derived
+        if self._grad_fn is not None:
             if not value:
                 raise RuntimeError(
                     "you can only change requires_grad flags of leaf variables. If you want "
                     "to use a computed variable in a subgraph that doesn't require "
                     "differentiation use var_no_grad = var.detach()."
                 )
+            if setter:  # the attribute setter refuses even True; requires_grad_() does not
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
             return
         if value and self.data_.dtype.kind not in "fc":
             raise RuntimeError(
-                f"only Tensors of floating point {complex_words}dtype can require gradients"
+                f"only Tensors of floating point {'and complex ' if setter else ''}dtype "
+                "can require gradients"
             )
         self._requires_grad = value
 
@@ -212,13 +217,23 @@ class Tensor:
                     f"assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}"
                 )
+            # PyTorch checks the dtype first, then the size
+            if value.data_.dtype != self.data_.dtype:
+                got = _CPP_TYPE_NAMES[value.dtype.name]
+                want = self.dtype.legacy[: -len("Tensor")]
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{got}' to a tensor with "
+                    f"grad_dtype '{want}'. The gradient must match the tensor's grad_dtype "
+                    "(defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+                    "attribute with a specific dtype, or None to allow any dtype. Set "
+                    "grad_dtype with caution. Diverging the dtypes of a tensor and its "
+                    "gradient may break downstream systems that assume they match."
+                )
             if value.data_.shape != self.data_.shape:
                 raise RuntimeError(
                     f"attempting to assign a gradient of size '{list(value.data_.shape)}' to "
                     f"a tensor of size '{list(self.data_.shape)}'. Please ensure that the "
-                    "gradient and the tensor are the same size".replace(", ", ",").replace(
-                        "size '[", "size '["
-                    )
+                    "gradient and the tensor are the same size"
                 )
         self._grad = value
 
@@ -428,15 +443,20 @@ class Tensor:
         if rg and self.grad_fn is None:
             raise RuntimeError(LEAF_INPLACE)
 
-    def _inplace(self, fn: Callable[..., Tensor], *args: Any, **kwargs: Any) -> Tensor:
+    def _inplace(
+        self, fn: Callable[..., Tensor], *args: Any, _overlap_ok: bool = False, **kwargs: Any
+    ) -> Tensor:
         """Run `fn(self, *args)` out of place, then write the result into self.
 
         When grad mode records, the graph sees the pre-update value as a
         snapshot (so the op's saved inputs are not the tensor being changed),
-        and this tensor takes the op's node as its new grad_fn.
+        and this tensor takes the op's node as its new grad_fn. `_overlap_ok`: the op
+        writes one value (fill_), read first, so PyTorch lets it write expanded or aliased memory.
         """
         self._check_inplace(args)
-        check_no_overlap(self.data_)
+        if not _overlap_ok:
+            check_no_overlap(self.data_)
+            check_no_partial_overlap(self.data_, args)
         record = grad_mode.state.enabled and (
             self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
         )
@@ -464,14 +484,16 @@ class Tensor:
 
     def zero_(self) -> Tensor:
         """Fill with zeros in place."""
-        return self._inplace(lambda t: ops.zero_like(t))
+        return self._inplace(lambda t: ops.zero_like(t), _overlap_ok=True)
 
     def fill_(self, value: Any) -> Tensor:
         """Fill with `value` in place."""
-        return self._inplace(lambda t, v: ops.fill_like(t, v), value)
+        return self._inplace(lambda t, v: ops.fill_like(t, v), value, _overlap_ok=True)
 
     def copy_(self, src: Tensor) -> Tensor:
         """Copy `src` (broadcast) into this tensor in place."""
+        if isinstance(src, Tensor) and not self.dtype.is_floating_point:
+            src = src.detach()  # PyTorch's copy_ records nothing into a non-float tensor
         return self._inplace(lambda t, s: ops.copy_from(t, s), src)
 
     def add_(self, other: Any, alpha: Any = 1) -> Tensor:
@@ -505,7 +527,8 @@ class Tensor:
 
     def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
         """In-place clamp."""
-        return self._inplace(lambda t: ops.clamp(t, min, max))
+        ops.check_clamp_inplace(self, min, max)
+        return self._inplace(lambda t, lo, hi: ops.clamp(t, lo, hi), min, max)
 
     def neg_(self) -> Tensor:
         """In-place negation."""
@@ -690,7 +713,11 @@ _SCALARS = (int, float)
 
 def check_no_overlap(d: np.ndarray) -> None:
     """Refuse to write into an array where several elements share memory (expand)."""
-    if 0 in d.strides and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)):
+    if (
+        d.size
+        and 0 in d.strides
+        and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True))
+    ):
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers "
             "to a single memory location. Please clone() the tensor before performing the "
@@ -698,17 +725,58 @@ def check_no_overlap(d: np.ndarray) -> None:
         )
 
 
-def _write(t: Tensor, values: np.ndarray) -> None:
-    """Store new values into t's own buffer (so views see them), casting like torch."""
-    dst = t.data_
+def check_write(dst: np.ndarray, values: np.ndarray) -> None:
+    """Refuse an in-place result of another shape or a wider dtype class, as PyTorch does
+    (the shape first)."""
+    ops.check_output_shape(dst.shape, values.shape)
     if values.dtype != dst.dtype and not np.can_cast(values.dtype, dst.dtype, "same_kind"):
-        names = {"f": "Float", "i": "Long", "b": "Bool", "u": "Byte"}
         src_name = dtypes.of_array(values).legacy.replace("Tensor", "")
         dst_name = dtypes.of_array(dst).legacy.replace("Tensor", "")
-        del names
         raise RuntimeError(
             f"result type {src_name} can't be cast to the desired output type {dst_name}"
         )
+
+
+def _byte_range(a: np.ndarray) -> tuple[int, int]:
+    """The first and one-past-last byte an array's elements occupy."""
+    start = a.__array_interface__["data"][0]
+    lo = sum(st * (n - 1) for st, n in zip(a.strides, a.shape, strict=True) if st < 0)
+    hi = sum(st * (n - 1) for st, n in zip(a.strides, a.shape, strict=True) if st > 0)
+    return start + lo, start + hi + a.itemsize
+
+
+def _dense(a: np.ndarray) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: some order of the dims is contiguous."""
+    expected = a.itemsize
+    for st, n in sorted((abs(st), n) for st, n in zip(a.strides, a.shape, strict=True) if n != 1):
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def check_no_partial_overlap(dst: np.ndarray, others: tuple[Any, ...]) -> None:
+    """Refuse an input that overlaps the written-to tensor only in part (PyTorch's
+    get_overlap_status: the very same memory is fine, layouts it cannot tell are let be)."""
+    for o in others:
+        if not isinstance(o, Tensor) or not o.data_.size or not dst.size:
+            continue
+        src = o.data_
+        if not np.may_share_memory(dst, src) or not (_dense(dst) and _dense(src)):
+            continue
+        if _byte_range(dst) == _byte_range(src) and dst.strides == src.strides:
+            continue
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to "
+            "tensor refer to a single memory location. Please clone() the tensor before "
+            "performing the operation."
+        )
+
+
+def _write(t: Tensor, values: np.ndarray) -> None:
+    """Store new values into t's own buffer (so views see them), casting like torch."""
+    dst = t.data_
+    check_write(dst, values)
     if dst.ndim == 0:
         # 0-d arrays can be written in place through [...]
         dst[...] = values
@@ -733,6 +801,20 @@ def _adopt_node(t: Tensor, result: Tensor) -> None:
                 s.version = t._vc[0]
     if t._retains_grad:
         _register_retain(t)
+
+
+# The C++ type names PyTorch prints for a dtype in the .grad assignment check.
+_CPP_TYPE_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+}
 
 
 def _register_retain(t: Tensor) -> None:

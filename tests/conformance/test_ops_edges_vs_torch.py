@@ -1,0 +1,293 @@
+"""Operation edge cases the differential fuzzer found, each run by adcli and by PyTorch.
+
+Every case is a small script (`import torch` first, as `.ad` files are) whose lines
+print records, `repr(e)` for an exception; adcli runs it through its runner and
+Python runs it with the real torch, and the printed text must be equal, word for
+word. One case per root cause: empty tensors (cat's legacy 1-d empties, reductions
+over empty dims), in-place results (shape, dtype, memory overlap, copy_ into a
+non-float tensor), argument handling, promotion and values (clamp's dtype, softplus'
+double backward, mean's DivBackward1, SGD with a parameter listed twice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import types
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.torch
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+
+HEADER = "import torch\nimport torch.nn.functional as F\n"
+
+# runs each thunk of `cases`, printing its value or its error (shared by every script)
+RUNNER = """
+def run(cases):
+    for f in cases:
+        try:
+            print(f())
+        except Exception as e:
+            print(repr(e))
+"""
+
+
+def _adcli_output(text: str) -> str:
+    from adcli.options import RunOptions
+    from adcli.runner import run_text
+
+    out, err = io.StringIO(), io.StringIO()
+    streams = types.SimpleNamespace(out=out, err=err)
+    run_text(text, "case.ad", RunOptions(color=False, width=100, quiet=True), streams)
+    return out.getvalue()
+
+
+def _torch_output(text: str) -> str:
+    out = io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.redirect_stdout(out):
+            exec(compile(text, "case.ad", "exec"), {"__name__": "__main__"})
+    torch.set_grad_enabled(True)
+    return out.getvalue()
+
+
+def check(body: str) -> None:
+    """The script prints the same text under adcli and under torch."""
+    text = HEADER + RUNNER + body
+    expected = _ADDRESS.sub("0x", _torch_output(text))
+    assert expected.strip(), "the torch run printed nothing"
+    assert _ADDRESS.sub("0x", _adcli_output(text)) == expected
+
+
+# ************************************************************ 4. empty tensors
+
+
+def test_cat_skips_legacy_empty_tensors() -> None:
+    check("""
+e = torch.tensor([])
+a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+ei = torch.zeros(0, requires_grad=True)
+r = torch.cat([ei, a, ei], 0)
+r.sum().backward()
+print(r, ei.grad, a.grad)
+run([
+    lambda: torch.cat([e, a], 0), lambda: torch.cat([a, e], -1), lambda: torch.cat([e, e]),
+    lambda: torch.cat([e, a.int()]).dtype, lambda: torch.cat([e], 1),
+    lambda: torch.cat([e, torch.tensor(1.0)]), lambda: torch.cat([a, e], 2),
+    lambda: torch.cat([e, a, torch.ones(3, 3)], 1), lambda: torch.cat([a, torch.ones(2)]),
+    lambda: torch.chunk(torch.zeros(0), 3, 0),
+])
+""")
+
+
+def test_reductions_over_empty_dims() -> None:
+    check("""
+e = torch.zeros(0)
+e2 = torch.zeros(2, 0)
+run([
+    lambda: torch.amax(e, 0), lambda: e.amax(), lambda: e2.amax(1), lambda: e2.amax(0),
+    lambda: e2.amin((0, 1)), lambda: e.argmax(), lambda: e.argmax(-1), lambda: e2.argmin(1),
+    lambda: e2.argmin(0), lambda: e.max(0), lambda: torch.min(e2, 1), lambda: e2.max(0),
+    lambda: e.norm(float('inf')), lambda: e2.norm(-1, 1), lambda: e2.norm(float('-inf'), 0),
+    lambda: e.norm(1),
+])
+""")
+
+
+def test_out_of_bounds_index_on_an_empty_dim() -> None:
+    check("""
+t = torch.tensor([-1.0, 1.0]).narrow(-1, 2, 0)
+def put():
+    t[[0]] = -1
+run([put, lambda: t[[0]], lambda: torch.zeros(2, 0)[:, [1]], lambda: torch.zeros(3)[[5]]])
+""")
+
+
+# ************************************************************ 9. in-place ops
+
+
+def test_inplace_result_shape_and_dtype_checks() -> None:
+    check("""
+def div0d():
+    t = torch.tensor(-2)
+    t /= torch.tensor([[[1]]])
+def grow():
+    t = torch.tensor([[1.0]])
+    t += torch.tensor([[1.0], [-1.0]])
+def view_grow():
+    v = torch.zeros(2, 3, requires_grad=True).clone()[0]
+    v += torch.ones(2, 3)
+def view_cast():
+    v = torch.zeros(2, 3, dtype=torch.int64)[0]
+    v += torch.ones(3, requires_grad=True)
+run([
+    div0d, grow, view_grow, view_cast,
+    lambda: torch.tensor(1.0).copy_(torch.zeros((1, 2, 2))),
+    lambda: torch.rand(3).copy_(torch.tensor([[[-1.0, 1.0]]])),
+    lambda: torch.tensor(1.0).mul_(torch.tensor([[-1.0, -1.0]])),
+])
+""")
+
+
+def test_inplace_and_bool_or_int_operands() -> None:
+    check("""
+b = torch.tensor([True, False])
+i = torch.tensor([4, -3])
+def isub():
+    c = b.clone()
+    c -= torch.tensor(1.0)
+run([
+    isub, lambda: b - 1, lambda: 1 - b, lambda: b - b, lambda: i - b, lambda: i - True,
+    lambda: torch.tensor([1.5]) - False, lambda: torch.sub(torch.tensor([1.5]), True, alpha=2),
+    lambda: b.clone().relu_(), lambda: F.relu(b), lambda: b.clone().abs_(), lambda: b.floor(),
+    lambda: b.ceil(), lambda: b.round(), lambda: F.leaky_relu(b), lambda: F.softplus(b),
+    lambda: torch.tensor([2]).clamp_(min=-1.0), lambda: torch.tensor([[False]]).clamp_(min=-1.0),
+    lambda: b.clone().clamp_(min=1), lambda: b.clone().clamp_(min=True), lambda: b.clamp(max=0),
+    lambda: i.clamp(max=1.0), lambda: i.clamp(min=0.5, max=2), lambda: b.clamp(min=False, max=True),
+    lambda: i.to(torch.int8).clamp(max=300), lambda: i.to(torch.uint8).clamp(max=-1),
+    lambda: torch.tensor([1.0], dtype=torch.float16).clamp(max=1e10),
+])
+""")
+
+
+def test_inplace_memory_overlap() -> None:
+    check("""
+def e():
+    return torch.zeros(1).expand(3)
+def grad_fill():
+    t = torch.rand((3,), requires_grad=True)
+    g, = torch.autograd.grad(t.sum(), t)
+    return g.fill_(1)
+def partial(k):
+    x = torch.arange(6.0)
+    return [
+        lambda: x.add_(torch.as_strided(x, (1,), (1,))), lambda: x.add_(x),
+        lambda: x[:3].copy_(x[1:4]), lambda: x[::2].add_(x[1::2]),
+        lambda: x.view(2, 3)[:, :2].add_(1), lambda: x.clamp_(min=x[0]),
+        lambda: x.masked_fill_(x > 2, x[0]), lambda: x.fill_(x[1])
+    ][k]()
+run([
+    lambda: e().fill_(1), lambda: e().zero_(), lambda: e().add_(1),
+    lambda: e().copy_(torch.ones(3)),
+    grad_fill, lambda: partial(0), lambda: partial(1), lambda: partial(2), lambda: partial(3),
+    lambda: partial(4), lambda: partial(5), lambda: partial(6), lambda: partial(7),
+])
+""")
+
+
+def test_copy_into_a_non_float_tensor_records_nothing() -> None:
+    check("""
+r = torch.ones(2, requires_grad=True)
+def sliced():
+    i = torch.zeros(2, dtype=torch.int64)
+    i[0:1] = r[:1]
+    return i
+def viewed():
+    i = torch.zeros(2, 2, dtype=torch.int64)
+    v = i[0]
+    v.copy_(r)
+    return i, v
+run([lambda: torch.zeros(2, dtype=torch.int64).copy_(r), sliced, viewed,
+     lambda: torch.zeros(2, dtype=torch.bool).copy_(r)])
+""")
+
+
+# ************************************************************ 12. argument handling
+
+
+def test_argument_handling() -> None:
+    check("""
+t = torch.tensor([1.0, 2.0])
+t2 = torch.tensor([[3.0, 1.0]])
+run([
+    lambda: torch.max(t, -1.0), lambda: t.max(-1.0), lambda: torch.min(t, True), lambda: t.min('a'),
+    lambda: t2.max(1), lambda: t.max(other=t), lambda: torch.equal(t, 1.0),
+    lambda: torch.equal(1.0, t), lambda: t.equal(1.0), lambda: torch.allclose(t, -1.0),
+    lambda: t.allclose(1), lambda: torch.equal(t, t), lambda: torch.concatenate((t,), axis=0),
+    lambda: torch.concat([t2, t2], axis=1), lambda: torch.cat([t], dim=0, axis=0),
+    lambda: t.clone().copy_(1.5), lambda: torch.zeros(2, dtype=torch.int64).copy_(-2.7),
+    lambda: t.copy_(None), lambda: torch.tensor([]) & torch.tensor([]),
+    lambda: t.double() | t.double(), lambda: torch.tensor([[False]]) ^ 1.0,
+])
+""")
+
+
+# ************************************************************ 13. values
+
+
+def test_softplus_double_backward_at_the_threshold() -> None:
+    check("""
+for v in [2.0, 1.0, -3.0, 2.5]:
+    x = torch.tensor([v, -v], requires_grad=True)
+    y = F.softplus(x, beta=0.5, threshold=1.0)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    gg, = torch.autograd.grad((g * torch.tensor([1.0, -2.0])).sum(), x)
+    print(g, gg)
+""")
+
+
+def test_mean_backward_divides_by_a_number() -> None:
+    check("""
+x = torch.tensor([-1.0, 3.0], requires_grad=True)
+m = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+print(torch.autograd.grad(torch.reciprocal(x.mean()), x, create_graph=True))
+print(torch.autograd.grad((m.mean(0) ** 2).sum(), m, create_graph=True))
+""")
+
+
+def test_sgd_with_a_parameter_listed_twice() -> None:
+    check("""
+kws = [dict(momentum=1.0), dict(momentum=0.9, nesterov=True), dict(momentum=0.5, dampening=0.3)]
+for kw in kws:
+    t = torch.tensor([1.0, -2.0], requires_grad=True)
+    u = torch.tensor([3.0], requires_grad=True)
+    o = torch.optim.SGD([t, u, t], lr=0.1, **kw)
+    for _ in range(3):
+        o.zero_grad()
+        ((t * t).sum() + u.sum() * 2).backward()
+        o.step()
+    print(t, u)
+""")
+
+
+def test_sgd_warns_of_a_parameter_listed_twice() -> None:
+    from adcli.autograd import ops, optim
+    from adcli.autograd.config import _default_warn, config
+
+    messages = []
+    for lib in (torch, None):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if lib is torch:
+                t = torch.ones(1, requires_grad=True)
+                torch.optim.SGD([t, t])
+            else:
+                saved, config.warn = config.warn, _default_warn
+                try:
+                    a = ops.ones(1, requires_grad=True)
+                    optim.SGD([a, a])
+                finally:
+                    config.warn = saved
+        messages.append([(w.category, str(w.message)) for w in caught])
+    assert messages[0] == messages[1] and messages[0]
+
+
+def test_repeat_backward_follows_pytorch_steps() -> None:
+    check("""
+cases = [((1, 2), (1, 1)), ((2, 3), (2, 1, 2)), ((2,), (2, 1)), ((3,), (1, 1, 1)),
+         ((2, 2), (0, 1)), ((1, 2), (2, 2))]
+for shape, reps in cases:
+    x = torch.ones(shape).requires_grad_()
+    y = x.repeat(*reps)
+    g, = torch.autograd.grad((y * y).sum(), x, create_graph=True)
+    print(g, g.grad_fn.next_functions if g.grad_fn is not None else None)
+    g2, = torch.autograd.grad(y.sum(), x)
+    run([lambda: g2.sub_(1.0)])
+""")
