@@ -1862,6 +1862,12 @@ class _CopyInto(Function):
         return out
 
     def backward(ctx, g):
+        if getattr(ctx, "overlapping", False):
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor "
+                "refers to a single memory location. Please clone() the tensor before "
+                "performing the operation."
+            )
         gb = ops.where(Tensor._make(ctx.mask), g, 0.0) if ctx.needs_input_grad[0] else None
         gv = None
         if ctx.needs_input_grad[1]:
@@ -1923,6 +1929,12 @@ class CopySlicesOp(Function):
         return out
 
     def backward(ctx, g):
+        if getattr(ctx, "overlapping", False):
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor "
+                "refers to a single memory location. Please clone() the tensor before "
+                "performing the operation."
+            )
         node = ctx.node
         grads = node.backward(node, ops.getitem(g, ctx.index))
         g_view = grads[0]

@@ -2123,6 +2123,11 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
         out = F.CopySlices.apply(snapshot, Tensor._make(value), index=idx, dtype=base.data_.dtype)
     else:
         out = F.CopySlicesOp.wrap(snapshot, node, idx, value)
+    d = view.data_
+    if d.size and _py.any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)):
+        # PyTorch's backward writes the view's gradient through the same overlapping
+        # view, which it then refuses: so does this node's backward
+        out.grad_fn.overlapping = True
     base.data_[idx] = value.astype(base.data_.dtype, copy=False)
     base._vc[0] += 1
     _adopt_node(base, out)
@@ -2189,13 +2194,19 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         idx = parts if len(parts) != 1 else parts[0]
         advanced = whole = False
     record = grad_mode.state.enabled and (a.requires_grad or (v is not None and v.requires_grad))
-    # slicing copies (copy_), which records nothing into a non-float tensor
-    record = record and (advanced or a.dtype.is_floating_point)
+    # PyTorch writes `value` into the slice with copy_ when the shapes are equal and with
+    # fill_ when it is a 0-d tensor; a copy_ into a non-float tensor records nothing
+    fills = False
+    if not advanced and v is not None and not v.data_.ndim:
+        fills = a.data_[idx if isinstance(idx, tuple) else (idx,)].ndim > 0
+    record = record and (advanced or fills or a.dtype.is_floating_point)
     if record and whole and not advanced:
         # a subscript that keeps every element is no view to PyTorch: `a[:] = 2` is
         # a.fill_(2) (FillBackward3), `a[...] = t` is a.copy_(t) (CopyBackwards)
         if v is None:  # the number arrives as a 0-d tensor, as PyTorch wraps it
             a.fill_(_scalar_tensor(value, a.dtype))
+        elif fills:
+            a.fill_(v)
         else:
             a.copy_(v)
         return
@@ -2741,7 +2752,7 @@ def _expanded(a: np.ndarray) -> bool:
 def _warn_expanded(a: Tensor, parts: tuple[Any, ...], v: Tensor | None) -> None:
     """PyTorch's deprecation warnings for `a[indices] = value` into expanded memory (a
     lone mask with a scalar value goes on to masked_fill_, which warns too)."""
-    if not _expanded(a.data_):
+    if not a.data_.size or not _expanded(a.data_):
         return
     _config.warn(EXPANDED_WARNING.format("index_put_", "[indices] = tensor", 976))
     mask = len(parts) == 1 and type(parts[0]) is np.ndarray and parts[0].dtype == np.bool_

@@ -488,6 +488,8 @@ class Tensor:
 
     def fill_(self, value: Any) -> Tensor:
         """Fill with `value` in place."""
+        if isinstance(value, Tensor):  # PyTorch refuses expanded memory for a tensor value
+            check_no_overlap(self.data_)
         return self._inplace(lambda t, v: ops.fill_like(t, v), value, _overlap_ok=True)
 
     def copy_(self, src: Tensor) -> Tensor:

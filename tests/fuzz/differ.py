@@ -45,6 +45,7 @@ _DIAG = re.compile(r"^.*?:(\d+):(\d+): error: (\w+)(?:: (.*))?$")
 ONCE_PER_PROCESS = (
     "The use of `x.T` on tensors of dimension other than 2",
     "Using backward() with create_graph=True will create a reference cycle",
+    "optimizer contains a parameter group with duplicate parameters",
 )
 
 #: tolerances by record class: (rtol, atol)

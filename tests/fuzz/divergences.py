@@ -22,10 +22,12 @@ class Divergence:
     category: str
     pattern: str
     reason: str
+    side: str = "adcli"  # whose text the pattern is searched in ("torch" for a missing error)
 
     def matches(self, m: Mismatch) -> bool:
         """Whether mismatch `m` is this divergence."""
-        return m.category == self.category and re.search(self.pattern, m.adcli_text) is not None
+        text = m.torch_text if self.side == "torch" else m.adcli_text
+        return m.category == self.category and re.search(self.pattern, text) is not None
 
 
 DELIBERATE: tuple[Divergence, ...] = (
@@ -36,6 +38,24 @@ DELIBERATE: tuple[Divergence, ...] = (
         "Dropout masks come from PyTorch's Bernoulli sampler, which adcli does not "
         "reproduce; rather than print different random numbers it refuses training-mode "
         "dropout with p > 0 (p = 0 and training=False are supported).",
+    ),
+    Divergence(
+        "gradient-views",
+        "error-missing",
+        r"Can't detach views in-place",
+        "Some of PyTorch's backward formulas return views (as_strided's, the expand in "
+        "sum's), so detach_() on such a gradient is refused; adcli's gradients are plain "
+        "tensors.",
+        side="torch",
+    ),
+    Divergence(
+        "expanded-0d-inplace",
+        "error-missing",
+        r"more than one element of the written-to tensor refers to a single memory",
+        "An in-place op through an expanded view of a 0-d tensor: PyTorch records it on the "
+        "base and its backward then refuses to write through the overlapping view; adcli "
+        "changes the values but cannot place the view in a 0-d base, so records nothing.",
+        side="torch",
     ),
 )
 
