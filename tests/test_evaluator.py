@@ -23,9 +23,9 @@ from adcli.errors import (
     format_diagnostic,
 )
 from adcli.lang.evaluator import Function, Interpreter
+from adcli.lang.guard import make_print
 from adcli.lang.host import Host, Limits, Namespace, namespace_importer
 from adcli.lang.parser import parse
-from adcli.lang.pybuiltins import make_print
 from adcli.source import Source, Span
 
 
@@ -1116,3 +1116,106 @@ def test_decorators_apply_bottom_up_like_python() -> None:
         "    pass\n"
     )
     assert run_ad(code)[0] == run_py(code)
+
+
+# ------------------------------------------------------- classes, generators
+
+
+CLASS_PROGRAM = """
+class Shape:
+    count = 0
+
+    def __init__(self, name):
+        self.name = name
+        Shape.count += 1
+
+    def describe(self):
+        return f"{self.name}: {self.area:.2f}"
+
+    def __repr__(self):
+        return "Shape(" + repr(self.name) + ")"
+
+
+class Circle(Shape):
+    def __init__(self, r):
+        super().__init__("circle")
+        self.r = r
+
+    @property
+    def area(self):
+        return 3.14159 * self.r ** 2
+
+    @staticmethod
+    def unit():
+        return Circle(1)
+
+    @classmethod
+    def kind(cls):
+        return cls.__name__
+
+    def __call__(self, k):
+        return self.r * k
+
+
+def squares(n):
+    for i in range(n):
+        yield i * i
+
+
+c = Circle(2)
+print(c.describe(), c, Circle.unit().area, Circle.kind(), c(3), Shape.count)
+print(isinstance(c, Shape), issubclass(Circle, Shape), type(c).__name__, type(1.5).__name__)
+print(list(squares(4)), sum(squares(5)), {1, 2, 2}, {x % 3 for x in range(9)})
+first, *rest = [1, 2, 3]
+x: int = 3
+print(first, rest, x)
+try:
+    c.radius
+except AttributeError as e:
+    print(type(e).__name__, e)
+try:
+    Circle()
+except TypeError as e:
+    print(type(e).__name__, e)
+
+
+class NegativeError(ValueError):
+    pass
+
+
+try:
+    raise NegativeError("below zero")
+except ValueError as e:
+    print(type(e).__name__, e)
+"""
+
+
+def test_classes_generators_and_errors_print_what_python_prints() -> None:
+    same_as_python(CLASS_PROGRAM)
+
+
+def test_generator_counts_steps() -> None:
+    err = run_error(
+        "def g():\n    while True:\n        yield 1\nfor x in g():\n    pass\n",
+        Limits(max_steps=100),
+    )
+    assert err.kind == "LimitError"
+
+
+@pytest.mark.parametrize(
+    "code, snippet",
+    [
+        ("for x in 5:\n    pass\n", "5"),
+        ("x = [i for i in 5]\n", "5"),
+        ("1 < 2 < 'a'\n", "2 < 'a'"),
+        ("assert 1 == 2\n", "assert 1 == 2"),
+        ("def f(a):\n    return a\nf(*5)\n", "*5"),
+        ("def f(a):\n    return a\nf(**[1])\n", "**[1]"),
+        ("x = 1\ndel y\n", "del y"),
+        ("x = {1: 2}\nfor k in x:\n    x[k + 1] = 1\n", "x"),
+        ("class A:\n    def f(self):\n        return 1 / 0\nA().f()\n", "1 / 0"),
+    ],
+)
+def test_compiled_code_errors_point_at_the_script(code: str, snippet: str) -> None:
+    err = run_error(code)
+    assert err.source is not None and err.source.snippet(err.span) == snippet

@@ -22,9 +22,9 @@ from lark import Lark
 
 from adcli.errors import ScriptRuntimeError, ScriptSyntaxError
 from adcli.lang.evaluator import Interpreter
+from adcli.lang.guard import make_print
 from adcli.lang.host import Host, Limits
 from adcli.lang.parser import _grammar_text, parse
-from adcli.lang.pybuiltins import make_print
 from adcli.source import Source
 
 PRELUDE = "a = 3\nb = 2.5\nc = 'xy'\nd = [1, 2, 3]\n"

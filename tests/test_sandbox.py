@@ -11,10 +11,9 @@ import pytest
 
 from adcli.errors import AdError, ScriptRuntimeError, ScriptSyntaxError, format_diagnostic
 from adcli.lang.evaluator import Interpreter
+from adcli.lang.guard import Guards, get_attribute, make_print
 from adcli.lang.host import Host, Limits, Namespace
 from adcli.lang.parser import parse
-from adcli.lang.pybuiltins import make_print
-from adcli.lang.sandbox import Guards, get_attribute
 from adcli.source import Source
 
 
@@ -73,7 +72,7 @@ ESCAPES = [
     ("getattr(1, '__class__')\n", "NameError", "'getattr' is not available"),
     ("globals()\n", "NameError", "'globals' is not available"),
     ("vars()\n", "NameError", "'vars' is not available"),
-    ("type(1)\n", "NameError", "'type' is not available"),
+    ("type(1).__subclasses__\n", "SandboxError", "'__subclasses__'"),
     ("input()\n", "NameError", "'input' is not available"),
     ("__builtins__\n", "NameError", "name '__builtins__' is not defined"),
     ("import os\n", "ModuleNotFoundError", "No module named 'os'"),
@@ -145,10 +144,131 @@ ESCAPES = [
         "TypeError",
         "'Tensorish' object does not support the context manager protocol",
     ),
-    ("class A:\n    pass\n", "SyntaxError", "'class' is not supported in adcli scripts"),
-    ("def g():\n    yield 1\n", "SyntaxError", "'yield' is not supported in adcli scripts"),
+    ("class A:\n    pass\nA.__subclasses__()\n", "SandboxError", "'__subclasses__'"),
+    ("def g():\n    yield 1\ng().gi_frame\n", "SandboxError", "'gi_frame' of 'generator'"),
     ("async def f(): pass\n", "SyntaxError", "'async' is not supported in adcli scripts"),
 ]
+
+
+# Attempts aimed at compiled scripts: generators and frames, format strings,
+# class bodies, super(), decorators, exception chains, type() and classes.
+GEN = "def g():\n    yield 1\n"
+CLASS_ESCAPES = [
+    (GEN + "x = g()\nx.gi_frame.f_globals\n", "SandboxError", "'gi_frame'"),
+    (GEN + "g().gi_code\n", "SandboxError", "'gi_code'"),
+    (GEN + "g().send\n", "SandboxError", "'send' of 'generator'"),
+    ("(i for i in [1]).gi_frame.f_back\n", "SandboxError", "'gi_frame'"),
+    ("[1].__iter__\n", "SandboxError", "'__iter__'"),
+    (GEN + "'{0.gi_frame}'.format(g())\n", "SandboxError", "format field '{0.gi_frame}'"),
+    ("def f(): pass\n'{0.__globals__}'.format(f)\n", "SandboxError", "format field"),
+    ("'{x}'.format_map({'x': 1})\n", "AttributeError", "no attribute 'format_map'"),
+    (GEN + "f'{g().gi_frame}'\n", "SandboxError", "'gi_frame'"),
+    (
+        "class A:\n    def __init_subclass__(cls):\n        pass\n",
+        "SandboxError",
+        "defining '__init_subclass__' is not available",
+    ),
+    ("class A(metaclass=type):\n    pass\n", "SyntaxError", "class keywords"),
+    (
+        "class A:\n    __class_getitem__ = classmethod(lambda c, k: k)\n",
+        "SandboxError",
+        "assigning '__class_getitem__' in a class body",
+    ),
+    (
+        "class A:\n    def __set_name__(self, owner, name):\n        pass\n",
+        "SandboxError",
+        "defining '__set_name__'",
+    ),
+    (
+        "class A:\n    def __getattribute__(self, name):\n        pass\n",
+        "SandboxError",
+        "defining '__getattribute__'",
+    ),
+    ("class A:\n    __slots__ = ('x',)\n", "SandboxError", "assigning '__slots__'"),
+    (
+        "class A:\n    __ad_attrs__ = frozenset()\n",
+        "SandboxError",
+        "assigning '__ad_attrs__'",
+    ),
+    ("class A(type(1)):\n    pass\n", "SandboxError", "subclassing 'int' is not available"),
+    ("class A(type):\n    pass\n", "TypeError", "bases must be types"),
+    ("class A(torch.tensor):\n    pass\n", "SandboxError", "subclassing 'Tensorish'"),
+    ("type(type(1))\n", "SandboxError", "type() of a class is not available"),
+    ("class A:\n    pass\ntype(A)('B', (), {})\n", "SandboxError", "type() of a class"),
+    (
+        "class A:\n    def f(self):\n        return super().__thisclass__\nA().f()\n",
+        "SandboxError",
+        "'__thisclass__'",
+    ),
+    (
+        "class A:\n    def f(self):\n        return super().__self__\nA().f()\n",
+        "SandboxError",
+        "'__self__'",
+    ),
+    (
+        "class A:\n    def f(self):\n        return super().__getattribute__\nA().f()\n",
+        "SandboxError",
+        "'__getattribute__'",
+    ),
+    (
+        "class A:\n    def f(self):\n        return super().__init__.__self__\nA().f()\n",
+        "SandboxError",
+        "'__self__'",
+    ),
+    (
+        "def deco(f):\n    return f.__code__\n@deco\ndef g():\n    pass\n",
+        "SandboxError",
+        "'__code__'",
+    ),
+    (
+        "def deco(c):\n    return c.__mro__\n@deco\nclass A:\n    pass\n",
+        "SandboxError",
+        "'__mro__'",
+    ),
+    (
+        "class A:\n    @property\n    def p(self):\n        return 1\nA.p.fget\n",
+        "SandboxError",
+        "'fget' of 'property'",
+    ),
+    (
+        "class A:\n    @staticmethod\n    def s():\n        pass\nA.__dict__\n",
+        "SandboxError",
+        "'__dict__'",
+    ),
+    ("class A:\n    pass\nA().__class__\n", "SandboxError", "'__class__'"),
+    ("class A:\n    pass\nA().__dict__\n", "SandboxError", "'__dict__'"),
+    ("class A:\n    pass\nA.mro\n", "SandboxError", "attribute 'mro' of 'type'"),
+    ("class A:\n    pass\nA.__init__ = print\n", "SandboxError", "'__init__'"),
+    (
+        "try:\n    1/0\nexcept Exception as e:\n    try:\n        [][0]\n"
+        "    except Exception as e2:\n        e2.__context__\n",
+        "SandboxError",
+        "'__context__'",
+    ),
+    (
+        "try:\n    1/0\nexcept Exception as e:\n    e.__traceback__.tb_frame\n",
+        "SandboxError",
+        "'__traceback__'",
+    ),
+    (
+        "class E(Exception):\n    pass\ntry:\n    raise E('x')\nexcept E as e:\n    e.with_traceback\n",
+        "SandboxError",
+        "'with_traceback'",
+    ),
+    ("type(1).mro()\n", "SandboxError", "attribute 'mro' of 'type'"),
+    ("__build_class__\n", "NameError", "'__build_class__' is not defined"),
+    ("class A:\n    def __index__(self):\n        return 10**12\n", "SandboxError", "'__index__'"),
+    ("(lambda: 0).__code__\n", "SandboxError", "'__code__'"),
+    ("staticmethod(print).__func__\n", "SandboxError", "'__func__'"),
+]
+
+
+@pytest.mark.parametrize(
+    "code, kind, message", CLASS_ESCAPES, ids=[str(i) for i in range(len(CLASS_ESCAPES))]
+)
+def test_class_and_generator_escapes_are_refused(code: str, kind: str, message: str) -> None:
+    err = refused(code)
+    assert (err.kind, message in err.message) == (kind, True), err.message
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The .ad script language: grammar, AST, evaluator and sandbox.
+"""The .ad script language: grammar, AST, compiler to Python bytecode, guard.
 
 Generic over the values it manipulates: it knows nothing about tensors. A
 host (see `adcli.lang.host`) supplies names, modules, hooks and limits::

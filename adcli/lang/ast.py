@@ -347,6 +347,40 @@ Expr = (
     | GeneratorExp
 )
 
+
+@_node
+class SetExpr(Node):
+    """``{a, b}``."""
+
+    elts: tuple[Expr, ...]
+    span: Span
+
+
+@_node
+class SetComp(Node):
+    """``{x for x in xs}``."""
+
+    elt: Expr
+    generators: tuple[Comprehension, ...]
+    span: Span
+
+
+@_node
+class Starred(Node):
+    """``*rest`` in a tuple target or display."""
+
+    value: Expr
+    span: Span
+
+
+@_node
+class Yield(Node):
+    """``yield value`` (value may be None)."""
+
+    value: Expr | None
+    span: Span
+
+
 # ------------------------------------------------------------------- statements
 
 
@@ -374,6 +408,16 @@ class AugAssign(Node):
     target: Expr
     op: str
     value: Expr
+    span: Span
+
+
+@_node
+class AnnAssign(Node):
+    """``target: annotation = value`` (value may be None; the annotation is not run)."""
+
+    target: Expr
+    annotation: Expr
+    value: Expr | None
     span: Span
 
 
@@ -551,6 +595,17 @@ class FunctionDef(Node):
 
     name: str
     params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    span: Span
+    decorators: tuple[Expr, ...]
+
+
+@_node
+class ClassDef(Node):
+    """``class name(bases): body`` with optional decorators."""
+
+    name: str
+    bases: tuple[Expr, ...]
     body: tuple[Stmt, ...]
     span: Span
     decorators: tuple[Expr, ...]

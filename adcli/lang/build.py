@@ -456,6 +456,38 @@ class Builder:
         *decorators, fn = c
         return ast.replace(fn, decorators=tuple(decorators))
 
+    def r_classdef(self, meta: Any, c: list) -> ast.ClassDef:
+        keyword, name, *middle, body = c
+        bases = []
+        for arg in next((m for m in middle if isinstance(m, list)), []):
+            if arg.kind != "pos":
+                raise self.error("class keywords and *bases are not supported", arg.span)
+            bases.append(arg.value)
+        return ast.ClassDef(
+            str(name), tuple(bases), body.stmts, self._block_span(keyword, body), ()
+        )
+
+    def r_annassign_stmt(self, meta: Any, c: list) -> ast.AnnAssign:
+        target, annotation, value = c
+        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+            raise self.error("illegal target for annotation", target.span)
+        return ast.AnnAssign(target, annotation, value, self.cspan([target, value or annotation]))
+
+    def r_yield_expr(self, meta: Any, c: list) -> ast.Yield:
+        return ast.Yield(c[1], self.cspan([x for x in c if x is not None]))
+
+    def r_yield_stmt(self, meta: Any, c: list) -> ast.ExprStmt:
+        return ast.ExprStmt(c[0], c[0].span)
+
+    def r_star_expr(self, meta: Any, c: list) -> ast.Starred:
+        return ast.Starred(c[1], self.cspan(c))
+
+    def r_set(self, meta: Any, c: list) -> ast.SetExpr:
+        return ast.SetExpr(tuple(c[1:-1]), self.cspan(c))
+
+    def r_setcomp(self, meta: Any, c: list) -> ast.SetComp:
+        return ast.SetComp(c[1], tuple(c[2]), self.cspan(c))
+
     def r_lambdef(self, meta: Any, c: list) -> ast.Lambda:
         _, params, body = c
         return ast.Lambda(self._params(params), body, self.cspan(c))
@@ -651,6 +683,9 @@ class Builder:
                 continue
             if isinstance(n, (ast.TupleExpr, ast.ListExpr)):
                 stack.extend(n.elts)
+                continue
+            if isinstance(n, ast.Starred) and ctx != "delete":
+                stack.append(n.value)
                 continue
             word = _target_word(n)
             if ctx == "delete":
@@ -968,9 +1003,11 @@ def validate(module: ast.Module) -> None:
             raise ScriptSyntaxError(
                 "nonlocal declaration not allowed at module level", node.span, source
             )
-        if t is ast.FunctionDef or t is ast.Lambda:
+        if t is ast.Yield and not in_func:
+            raise ScriptSyntaxError("'yield' outside function", node.span, source)
+        if t is ast.FunctionDef or t is ast.Lambda or t is ast.ClassDef:
             for child in node.children():
-                stack.append((child, depth + 1, True, False))
+                stack.append((child, depth + 1, t is not ast.ClassDef, False))
             continue
         if t is ast.While or t is ast.For:
             body_ids = {id(s) for s in node.body}  # type: ignore[attr-defined]

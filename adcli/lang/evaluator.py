@@ -17,26 +17,36 @@ from __future__ import annotations
 import builtins
 import sys
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-from adcli.errors import AdError, LimitError, SandboxError, ScriptRuntimeError, ScriptSyntaxError, TraceEntry
+from adcli.errors import (
+    AdError,
+    LimitError,
+    SandboxError,
+    ScriptRuntimeError,
+    ScriptSyntaxError,
+    TraceEntry,
+)
 from adcli.lang import ast
 from adcli.lang.build import MAX_NESTING
 from adcli.lang.compiler import Options, stmt_span, translate
 from adcli.lang.guard import (
+    EXCEPTIONS,
     PLAIN_INPLACE,
+    Guards,
     check_bases,
     context_manager,
     format_field,
+    get_attribute,
+    is_script_class,
     make_attribute_guards,
     make_operator_helpers,
     make_script_builtins,
     mark_class,
 )
 from adcli.lang.host import Host, Limits, Namespace, missing_member
-from adcli.lang.pybuiltins import EXCEPTIONS
-from adcli.lang.sandbox import Guards, get_attribute
 from adcli.source import Source, Span
 
 __all__ = ["Interpreter", "Function", "UNCATCHABLE"]
@@ -66,7 +76,10 @@ class _State:
 
 
 def _kind_of(exc: BaseException) -> str:
-    """The nearest builtin exception class name ("ValueError" for numpy's AxisError)."""
+    """The nearest builtin exception class name ("ValueError" for numpy's AxisError);
+    a script's own exception class keeps its name."""
+    if is_script_class(type(exc)):
+        return type(exc).__name__
     for cls in type(exc).__mro__:
         if cls.__module__ == "builtins":
             return cls.__name__
@@ -123,7 +136,9 @@ class Interpreter:
         self.limits = limits if limits is not None else Limits()
         self.debug = debug
         self.guards = Guards(self.limits)
-        table: dict[str, object] = make_script_builtins(self.guards) if host.default_builtins else {}
+        table: dict[str, object] = (
+            make_script_builtins(self.guards) if host.default_builtins else {}
+        )
         table.update(host.globals)
         self.builtins = table
         self._value_types = host.value_types
@@ -138,6 +153,7 @@ class Interpreter:
         # code object -> (source, {position: span}, {line: statement span})
         self._codes: dict[types.CodeType, tuple[Source, dict, dict]] = {}
         self._positions: dict[types.CodeType, list] = {}
+        self._sources: list[Source] = []  # every source compiled (a REPL has many)
         self._interrupted = False
         self._fixed_span: tuple[Span, Source] | None = None
         self._run_builtins = self._helpers()
@@ -175,11 +191,15 @@ class Interpreter:
         sys.setrecursionlimit(max(old, 20_000 + 8 * MAX_NESTING))
         try:
             tree = translate(module, options)
-            code = compile(tree, source.path, "exec", dont_inherit=True)
+            with warnings.catch_warnings():  # CPython's SyntaxWarnings are not the script's
+                warnings.simplefilter("ignore")
+                code = compile(tree, source.path, "exec", dont_inherit=True, optimize=0)
         except SyntaxError as exc:
-            line = exc.lineno or 1
-            col = exc.offset or 1
-            raise ScriptSyntaxError(exc.msg, Span(line, col, line, col + 1), source) from None
+            line, col = exc.lineno or 1, exc.offset or 1
+            end_line, end_col = exc.end_lineno or line, exc.end_offset or col + 1
+            if (end_line, end_col) <= (line, col):
+                end_line, end_col = line, col + 1
+            raise ScriptSyntaxError(exc.msg, Span(line, col, end_line, end_col), source) from None
         except RecursionError:
             raise ScriptSyntaxError(
                 f"too many nested expressions or blocks (the limit is {MAX_NESTING} levels)",
@@ -233,6 +253,8 @@ class Interpreter:
     @property
     def current_source(self) -> Source | None:
         """The source of the innermost running script frame."""
+        if len(self._sources) == 1 and self._fixed_span is None:
+            return self._sources[0]  # one script: no need to look at the frames
         found = self._frame()
         if found is None:
             return self._fixed_span[1] if self._fixed_span else None
@@ -265,6 +287,8 @@ class Interpreter:
                     lines.setdefault(line, []).append((sp, s))  # outer statements first
             stack.extend(reversed(n.children()))
         info = (source, positions, lines)
+        if source not in self._sources:
+            self._sources.append(source)
         todo = [code]
         while todo:
             c = todo.pop()
@@ -312,7 +336,7 @@ class Interpreter:
             sys.setrecursionlimit(needed)
         try:
             exec(code, self.globals)  # noqa: S102 - compiled from the script by adcli
-        except BaseException as exc:  # noqa: BLE001 - every error becomes a script error
+        except (Exception, KeyboardInterrupt) as exc:  # a host's own BaseException passes
             err = self._convert(exc, source)
             self._fixed_span = (err.span, err.source) if err.span is not None else None
             raise err from (exc if self.debug else None)
@@ -331,7 +355,9 @@ class Interpreter:
             code = tb.tb_frame.f_code
             if code in self._codes:
                 span, src = self._span_at(code, tb.tb_lasti)
-                if span is not None:
+                if span is not None and code.co_name in _COMPREHENSIONS and entries:
+                    entries[-1] = TraceEntry(entries[-1].name, span, src)  # one frame, as before
+                elif span is not None:
                     name = "<module>" if code.co_name == "<module>" else code.co_qualname
                     entries.append(TraceEntry(name, span, src))
             tb = tb.tb_next
@@ -444,7 +470,8 @@ class Interpreter:
                 over()
             if st.d >= st.maxd:
                 raise LimitError(
-                    f"maximum recursion depth of {self.max_depth} exceeded (raise it with --max-depth)"
+                    f"maximum recursion depth of {self.max_depth} exceeded"
+                    " (raise it with --max-depth)"
                 )
 
         def go() -> bool:
@@ -463,6 +490,8 @@ class Interpreter:
             return f
 
         def match(exc: BaseException, cls: Any) -> bool:
+            if not isinstance(exc, Exception):  # GeneratorExit, a host's own BaseException
+                return False
             kind = _kind(exc)
             if kind in UNCATCHABLE or (isinstance(exc, ScriptRuntimeError) and not exc.catchable):
                 return False
@@ -485,7 +514,10 @@ class Interpreter:
             exc = sys.exc_info()[1]
             if exc is None:
                 return True
-            return not (_kind(exc) in UNCATCHABLE or (isinstance(exc, ScriptRuntimeError) and not exc.catchable))
+            return not (
+                _kind(exc) in UNCATCHABLE
+                or (isinstance(exc, ScriptRuntimeError) and not exc.catchable)
+            )
 
         def bases(*classes: Any) -> tuple:
             check_bases(classes)
@@ -508,13 +540,24 @@ class Interpreter:
                 ) from None
             return guards.materialize(value)
 
+        def star_kwargs(value: Any, name: str) -> dict:
+            if type(value) is not dict:
+                raise TypeError(
+                    f"{name}() argument after ** must be a mapping, not {type(value).__name__}"
+                )
+            if any(type(k) is not str for k in value):
+                raise TypeError("keywords must be strings")
+            return value
+
         table: dict[str, object] = {
             "__build_class__": builtins.__build_class__,  # class statements
             "__name__": "__main__",  # a class body's __module__
             "ad$fs": fstring,
             "ad$args": star_args,
+            "ad$kwargs": star_kwargs,
             "ad$S": st,
             "ad$BE": BaseException,
+            "ad$AE": AssertionError,
             "ad$type": type,  # type(x) is specialised by CPython: the cheapest type test
             "ad$over": over,
             "ad$enter": enter,
@@ -543,6 +586,8 @@ class Interpreter:
         table["ad$N%"] = frozenset(numbers - {complex})
         table["ad$N*"] = frozenset({float, complex} | watched)
         table["ad$N**"] = frozenset({float, complex} | watched)
+        for op in ("+", "%", "*", "**"):  # the same without the watched (tensor) types
+            table[f"ad$P{op}"] = table[f"ad$N{op}"] - watched
         table.update({f"ad$i{op}": fn_ for op, fn_ in PLAIN_INPLACE.items()})
         table.update(self._hook_helpers())
         return table
@@ -605,6 +650,7 @@ class Interpreter:
                     self.on_assign(name, value, self.current_span or Span(1, 1, 1, 2))
 
 
+_COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>"})  # run inline
 _STATEMENTS = frozenset(
     "ExprStmt Assign AugAssign AnnAssign Pass Break Continue Return Raise Global Nonlocal Delete"
     " Assert Import ImportFrom If While For Try With FunctionDef ClassDef".split()

@@ -70,7 +70,8 @@ def missing_member(module: str, name: str) -> str:
 class Limits:
     """Resource limits for one interpreter.
 
-    max_steps: statements plus loop iterations (per `Interpreter.run`).
+    max_steps: loop iterations, comprehension items and function calls
+        (per `Interpreter.run`).
     max_depth: nested calls of script functions.
     max_sequence: longest list/tuple/str/dict a script may build by
         repetition, concatenation, list(...), str.join, formatting...
@@ -94,7 +95,7 @@ class Host:
 
     globals: the builtins layer: names every script sees without import
         (torch functions, ``print``, ``torch`` itself...). They are layered
-        over adcli.lang.pybuiltins (unless `default_builtins` is False), and
+        over adcli.lang.guard.make_script_builtins (unless `default_builtins` is False), and
         script assignments shadow them, as Python's builtins.
     import_module: called with the dotted name for ``import X`` / ``from X
         import a``; returns the module (normally a `Namespace`), and raises
@@ -106,7 +107,8 @@ class Host:
         except/as); span is the binding statement's (the target's for loops).
     on_value(value, span): with the result of every call, binary, unary,
         comparison and subscript expression, and the expression's span.
-    on_statement(span): before each statement runs (the header line for
+    on_statement(span): before each statement runs (only compiled in when
+        set before the run, as it costs a call per statement; the header line for
         compound statements).
     on_display(value): in interactive runs, each top-level expression
         statement's value that is not None (the REPL echo).

@@ -1,0 +1,865 @@
+"""The guard between scripts and Python, and the builtins table scripts see.
+
+Compiled scripts (see `adcli.lang.compiler`) never touch an attribute
+directly: every ``obj.name`` read, write and delete goes through the
+functions of `make_attribute_guards` (SPEC section 4: no Python objects,
+modules, files or dunders):
+
+- No attribute whose name starts with "_" is ever read or written, except a
+  class's ``__name__`` (``type(e).__name__``) and, on ``super()``, the dunder
+  methods a script class may define (``super().__init__(...)``).
+- Reading ``obj.name`` needs ``name in type(obj).__ad_attrs__`` (declared by
+  the host's classes), or `obj` to be a `Namespace`, or a whitelisted method
+  of a plain list/dict/str/tuple, or `obj` to be an instance (or a class)
+  made by a script's ``class`` statement and ``name`` defined by it. All
+  attributes of functions, generators, frames, modules and Python's own
+  classes and exceptions are refused.
+- Writing ``obj.name = v`` needs ``name in type(obj).__ad_settable__`` (or a
+  script class instance).
+- ``with`` needs ``type(obj).__ad_context__ is True`` (or a script class).
+- A script class may define only `DEFINABLE_DUNDERS`, and derive only from
+  script classes, the exception classes in `EXCEPTIONS` and host classes
+  marked ``__ad_subclass__ = True``; ``type()`` of a class is refused.
+- ``str.format`` and f-strings allow only plain ``{}``, ``{0}``, ``{name}``
+  fields (no ``{0.attr}``/``{0[key]}``) and bounded widths.
+- Operators and builtins refuse results beyond `Limits` (huge repetitions,
+  concatenations, integer powers and products, endless iterables), before
+  allocating them.
+
+`make_builtins` is the table of pure builtins (print, len, range, ...);
+`make_script_builtins` adds the class builtins (type, isinstance, super,
+property...). The evaluator layers the host's globals over it.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import sys
+from collections.abc import Callable, Iterable
+from string import Formatter
+from typing import Any
+
+from adcli.errors import LimitError, SandboxError
+from adcli.lang.host import Limits, Namespace, missing_member
+
+__all__ = [
+    "DEFINABLE_DUNDERS",
+    "EXCEPTIONS",
+    "Guards",
+    "check_bases",
+    "check_context_manager",
+    "context_manager",
+    "format_field",
+    "get_attribute",
+    "is_script_class",
+    "make_attribute_guards",
+    "make_builtins",
+    "make_operator_helpers",
+    "make_operators",
+    "make_print",
+    "make_script_builtins",
+    "mark_class",
+    "set_attribute",
+    "type_name",
+]
+
+_SEQ_TYPES = (str, list, tuple)
+_SEQ_SET = frozenset(_SEQ_TYPES)
+
+
+def type_name(obj: object) -> str:
+    """The class name Python would print for `obj` ("function" for script functions)."""
+    return type(obj).__name__
+
+
+def refuse_private(name: str) -> SandboxError:
+    """The error for any attribute starting with an underscore."""
+    return SandboxError(f"attribute '{name}' is not available in adcli scripts")
+
+
+class Guards:
+    """Size checks bound to one `Limits`."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.max_seq = limits.max_sequence
+        self.max_bits = limits.max_int_bits
+        self.max_width = limits.max_format_width
+
+    # ------------------------------------------------------------- sizes
+
+    def too_long(self, n: int, what: str = "sequence") -> LimitError:
+        """The error for a `what` of `n` items (over the limit)."""
+        return LimitError(f"{what} of {n:,} items is longer than the limit of {self.max_seq:,}")
+
+    def check_len(self, n: int, what: str = "sequence") -> None:
+        """Refuse a result of `n` items beyond `max_sequence`."""
+        if n > self.max_seq:
+            raise self.too_long(n, what)
+
+    def materialize(self, iterable: Iterable[Any], what: str = "list") -> list:
+        """list(iterable), refusing more than `max_sequence` items (lazily checked)."""
+        try:
+            n = len(iterable)  # type: ignore[arg-type]
+        except Exception:
+            n = -1
+        if n > self.max_seq:
+            raise self.too_long(n, what)
+        if n >= 0 and type(iterable) in (list, tuple, range, str, dict):
+            return list(iterable)
+        out = []
+        append = out.append
+        limit = self.max_seq
+        for i, item in enumerate(iterable):
+            if i >= limit:
+                raise LimitError(f"{what} longer than the limit of {limit:,} items")
+            append(item)
+        return out
+
+    def check_int_bits(self, bits: int) -> None:
+        """Refuse an int result of about `bits` bits."""
+        if bits > self.max_bits:
+            raise LimitError(
+                f"integer result of about {bits:,} bits is larger than the limit of"
+                f" {self.max_bits:,} bits"
+            )
+
+    # ------------------------------------------------------------ formats
+
+    _NUMBERS = re.compile(r"\d+")
+
+    def check_spec(self, spec: str) -> None:
+        """Refuse format specs whose width or precision exceeds the limit."""
+        if spec:
+            for m in self._NUMBERS.finditer(spec):
+                if len(m.group()) > 6 or int(m.group()) > self.max_width:
+                    raise LimitError(
+                        f"format width or precision {m.group()} is larger than the limit of"
+                        f" {self.max_width:,}"
+                    )
+
+    def format_value(self, value: object, spec: str) -> str:
+        """format(value, spec) after checking the spec."""
+        self.check_spec(spec)
+        return format(value, spec)
+
+    _PERCENT = re.compile(r"%[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+    def check_percent(self, fmt: str) -> None:
+        """Refuse ``%`` formats with ``*`` or huge widths."""
+        for m in self._PERCENT.finditer(fmt):
+            for g in m.groups():
+                if g == "*":
+                    raise SandboxError("'*' widths in % formats are not available in adcli scripts")
+                if g is not None:
+                    self.check_spec(g)
+
+    def safe_format(self, fmt: str, args: tuple, kwargs: dict) -> str:
+        """str.format with plain fields only ({}, {0}, {name}) and bounded output."""
+        out: list[str] = []
+        state = {"auto": 0, "manual": False, "total": 0}
+        self._format_into(fmt, args, kwargs, out, state, 0)
+        return "".join(out)
+
+    def _format_into(
+        self, fmt: str, args: tuple, kwargs: dict, out: list, state: dict, depth: int
+    ) -> None:
+        if depth > 1:
+            raise ValueError("Max string recursion exceeded")
+        for literal, field, spec, conv in Formatter().parse(fmt):
+            if literal:
+                out.append(literal)
+                state["total"] += len(literal)
+            if field is None:
+                continue
+            key: int | str
+            if field == "":
+                if state["manual"]:
+                    raise ValueError(
+                        "cannot switch from manual field specification to automatic field numbering"
+                    )
+                key = state["auto"]
+                state["auto"] += 1
+            elif field.isdigit():
+                if state["auto"]:
+                    raise ValueError(
+                        "cannot switch from automatic field numbering to manual field specification"
+                    )
+                state["manual"] = True
+                key = int(field)
+            elif field.isidentifier() and not field.startswith("_"):
+                key = field
+            else:
+                raise SandboxError(
+                    f"format field '{{{field}}}' is not available in adcli scripts"
+                    " (only {}, {0} or {name} fields)"
+                )
+            if isinstance(key, int):
+                if key >= len(args):
+                    raise IndexError(
+                        f"Replacement index {key} out of range for positional args tuple"
+                    )
+                value = args[key]
+            else:
+                value = kwargs[key]
+            value = _conversion(value, conv)
+            if spec and "{" in spec:
+                inner: list[str] = []
+                self._format_into(spec, args, kwargs, inner, state, depth + 1)
+                spec = "".join(inner)
+            piece = self.format_value(value, spec or "")
+            out.append(piece)
+            state["total"] += len(piece)
+            if state["total"] > self.max_seq:
+                raise self.too_long(state["total"], "formatted string")
+
+    # ---------------------------------------------------------- operators
+
+    def add(self, a: Any, b: Any) -> Any:
+        """a + b, refusing too long str/list/tuple results."""
+        if type(a) in _SEQ_SET and type(b) in _SEQ_SET:
+            self.check_len(len(a) + len(b))
+        return a + b
+
+    def iadd(self, a: Any, b: Any) -> Any:
+        """a += b, with the same checks as `add`."""
+        if type(a) in _SEQ_SET:
+            try:
+                n = len(b)
+            except TypeError:
+                n = 0
+            self.check_len(len(a) + n)
+        a += b
+        return a
+
+    def _mul_check(self, a: Any, b: Any) -> None:
+        ta = type(a)
+        tb = type(b)
+        if ta is int and tb is int:
+            self.check_int_bits(a.bit_length() + b.bit_length())
+        elif ta in _SEQ_SET and (tb is int or tb is bool):
+            self.check_len(len(a) * b)
+        elif tb in _SEQ_SET and (ta is int or ta is bool):
+            self.check_len(len(b) * a)
+
+    def mul(self, a: Any, b: Any) -> Any:
+        """a * b, refusing huge repetitions and integer products."""
+        self._mul_check(a, b)
+        return a * b
+
+    def imul(self, a: Any, b: Any) -> Any:
+        """a *= b, with the same checks as `mul`."""
+        self._mul_check(a, b)
+        a *= b
+        return a
+
+    def _pow_check(self, a: Any, b: Any) -> None:
+        if type(a) is int and type(b) is int and b > 0 and a not in (0, 1, -1):
+            self.check_int_bits(b * a.bit_length())
+
+    def pow(self, a: Any, b: Any) -> Any:
+        """a ** b, refusing huge integer powers."""
+        self._pow_check(a, b)
+        return a**b
+
+    def ipow(self, a: Any, b: Any) -> Any:
+        """a **= b, with the same checks as `pow`."""
+        self._pow_check(a, b)
+        a **= b
+        return a
+
+    def mod(self, a: Any, b: Any) -> Any:
+        """a % b; for ``str % args`` checks widths and the result's length."""
+        if type(a) is str:
+            self.check_percent(a)
+            result = a % b
+            self.check_len(len(result), "formatted string")
+            return result
+        return a % b
+
+    def imod(self, a: Any, b: Any) -> Any:
+        """a %= b (Python's in-place form, so errors name `%=`)."""
+        if type(a) is str:
+            return self.mod(a, b)
+        a %= b
+        return a
+
+
+def make_operators(guards: Guards) -> tuple[dict[str, Callable], dict[str, Callable]]:
+    """(binary operators, in-place operators) keyed by their source text."""
+    binary: dict[str, Callable] = {
+        "+": guards.add,
+        "-": operator.sub,
+        "*": guards.mul,
+        "/": operator.truediv,
+        "//": operator.floordiv,
+        "%": guards.mod,
+        "**": guards.pow,
+        "@": operator.matmul,
+        "&": operator.and_,
+        "|": operator.or_,
+        "^": operator.xor,
+    }
+    inplace: dict[str, Callable] = {
+        "+": guards.iadd,
+        "-": operator.isub,
+        "*": guards.imul,
+        "/": operator.itruediv,
+        "//": operator.ifloordiv,
+        "%": guards.imod,
+        "**": guards.ipow,
+        "@": operator.imatmul,
+        "&": operator.iand,
+        "|": operator.ior,
+        "^": operator.ixor,
+    }
+    return binary, inplace
+
+
+# --------------------------------------------------------------- attributes
+
+_PLAIN = frozenset(
+    {
+        # list
+        (list, "append"),
+        (list, "pop"),
+        (list, "insert"),
+        (list, "index"),
+        (list, "count"),
+        (list, "copy"),
+        (list, "reverse"),
+        (list, "sort"),
+        (list, "remove"),
+        (list, "clear"),
+        # dict
+        (dict, "keys"),
+        (dict, "values"),
+        (dict, "items"),
+        (dict, "get"),
+        (dict, "pop"),
+        (dict, "update"),
+        (dict, "copy"),
+        (dict, "setdefault"),
+        # str
+        (str, "split"),
+        (str, "strip"),
+        (str, "lstrip"),
+        (str, "rstrip"),
+        (str, "upper"),
+        (str, "lower"),
+        (str, "startswith"),
+        (str, "endswith"),
+        (str, "find"),
+        (str, "count"),
+        (str, "isdigit"),
+        # tuple
+        (tuple, "index"),
+        (tuple, "count"),
+    }
+)
+
+
+def _guarded_method(obj: Any, name: str, guards: Guards) -> Callable | None:
+    """Whitelisted methods that could build huge results get a checking wrapper."""
+    t = type(obj)
+    if t is list and name == "extend":
+
+        def extend(iterable: Iterable[Any]) -> None:
+            items = guards.materialize(iterable)
+            guards.check_len(len(obj) + len(items))
+            obj.extend(items)
+
+        return extend
+    if t is str and name == "join":
+
+        def join(iterable: Iterable[Any]) -> str:
+            items = guards.materialize(iterable)
+            total = len(obj) * max(0, len(items) - 1)
+            for x in items:
+                if type(x) is not str:
+                    break  # str.join raises the right TypeError below
+                total += len(x)
+            guards.check_len(total, "string")
+            return obj.join(items)
+
+        return join
+    if t is str and name == "replace":
+
+        def replace(old: str, new: str, count: int = -1) -> str:
+            if type(old) is str and type(new) is str and len(new) > len(old):
+                n = obj.count(old) if old else len(obj) + 1
+                if count >= 0:
+                    n = min(n, count)
+                guards.check_len(len(obj) + n * (len(new) - len(old)), "string")
+            return obj.replace(old, new, count)
+
+        return replace
+    if t is str and name == "format":
+
+        def format(*args: Any, **kwargs: Any) -> str:  # noqa: A001 - str.format
+            return guards.safe_format(obj, args, kwargs)
+
+        return format
+    return None
+
+
+def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
+    """``obj.name`` as a script may see it (see the module docstring)."""
+    t = _public_type(obj, name)
+    if t is Namespace:
+        try:
+            return obj.__ad_members__[name]
+        except KeyError:
+            raise AttributeError(missing_member(obj.__ad_name__, name)) from None
+    if _declares(t, "__ad_attrs__", name):
+        return getattr(obj, name)
+    if (t, name) in _PLAIN:
+        return getattr(obj, name)
+    if t in (list, str):
+        wrapped = _guarded_method(obj, name, guards)
+        if wrapped is not None:
+            return wrapped
+    declared = getattr(t, "__ad_attrs__", None) is not None
+    if not declared and t not in (list, dict, str, tuple) and _has_attr(obj, name):
+        raise SandboxError(
+            f"attribute '{name}' of '{t.__name__}' objects is not available in adcli scripts"
+        )
+    raise AttributeError(_missing_attribute(t.__name__, name))
+
+
+def _public_type(obj: Any, name: str) -> type:
+    """type(obj), after refusing any name starting with an underscore."""
+    if name[:1] == "_":
+        raise refuse_private(name)
+    return type(obj)
+
+
+def _declares(t: type, table: str, name: str) -> bool:
+    """Does host class `t` list `name` in its `table` (``__ad_attrs__``...)?"""
+    names = getattr(t, table, None)
+    return type(names) is frozenset and name in names
+
+
+def _missing_attribute(type_name: str, name: str) -> str:
+    from adcli.lang.pytorch_names import PYTORCH_NAMES
+
+    if type_name == "Tensor" and name in PYTORCH_NAMES["Tensor"]:
+        return f"adcli does not support Tensor.{name} yet"
+    return f"'{type_name}' object has no attribute '{name}'"
+
+
+def _has_attr(obj: Any, name: str) -> bool:
+    try:
+        return hasattr(obj, name)
+    except Exception:
+        return False
+
+
+def set_attribute(obj: Any, name: str, value: Any) -> None:
+    """``obj.name = value`` if the host declared `name` settable."""
+    t = _public_type(obj, name)
+    if t is Namespace:
+        raise SandboxError(
+            f"cannot assign to attribute '{name}' of module '{obj.__ad_name__}' in adcli scripts"
+        )
+    if _declares(t, "__ad_settable__", name):
+        setattr(obj, name, value)
+        return
+    readable = getattr(t, "__ad_attrs__", None)
+    if _declares(t, "__ad_attrs__", name):
+        raise AttributeError(f"attribute '{name}' of '{t.__name__}' objects is not writable")
+    if readable is not None or t in (int, float, str, bool, list, tuple, dict, type(None)):
+        raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'")
+    raise SandboxError(f"cannot set attribute '{name}' of '{t.__name__}' objects in adcli scripts")
+
+
+def delete_attribute(obj: Any, name: str) -> None:
+    """``del obj.name``: never allowed."""
+    if name[:1] == "_":
+        raise refuse_private(name)
+    raise SandboxError(f"cannot delete attribute '{name}' in adcli scripts")
+
+
+def check_context_manager(obj: Any) -> None:
+    """Refuse ``with obj:`` unless the host marked the class ``__ad_context__ = True``."""
+    if getattr(type(obj), "__ad_context__", False) is not True:
+        raise TypeError(
+            f"'{type(obj).__name__}' object does not support the context manager protocol"
+        )
+
+
+# ------------------------------------------------------------------ builtins
+
+# Exception classes scripts can name in ``except`` and ``raise``.
+EXCEPTIONS: dict[str, type[BaseException]] = {
+    cls.__name__: cls
+    for cls in (
+        Exception,
+        ArithmeticError,
+        AssertionError,
+        AttributeError,
+        ImportError,
+        IndexError,
+        KeyError,
+        LookupError,
+        ModuleNotFoundError,
+        NameError,
+        NotImplementedError,
+        OverflowError,
+        RuntimeError,
+        TypeError,
+        UnboundLocalError,
+        ValueError,
+        ZeroDivisionError,
+    )
+}
+
+_MISSING: Any = object()
+
+
+def make_print(write: Callable[[str], object] | None = None) -> Callable[..., None]:
+    """A ``print(*values, sep=' ', end='\\n')`` writing through `write` (default: stdout)."""
+
+    def print(
+        *values: object, sep: str | None = " ", end: str | None = "\n", flush: bool = False
+    ) -> None:  # noqa: A001
+        if sep is None:
+            sep = " "
+        if end is None:
+            end = "\n"
+        if type(sep) is not str:
+            raise TypeError(f"sep must be None or a string, not {type(sep).__name__}")
+        if type(end) is not str:
+            raise TypeError(f"end must be None or a string, not {type(end).__name__}")
+        text = sep.join(str(v) for v in values) + end
+        if write is None:
+            sys.stdout.write(text)
+        else:
+            write(text)
+
+    return print
+
+
+def make_builtins(
+    guards: Guards, write: Callable[[str], object] | None = None
+) -> dict[str, object]:
+    """A fresh table of the pure builtins, with `print` writing through `write`."""
+    materialize = guards.materialize
+
+    def list_(iterable: Iterable[Any] = ()) -> list:
+        return materialize(iterable, "list")
+
+    def tuple_(iterable: Iterable[Any] = ()) -> tuple:
+        return tuple(materialize(iterable, "tuple"))
+
+    def dict_(*args: Any, **kwargs: Any) -> dict:
+        if len(args) > 1:
+            raise TypeError(f"dict expected at most 1 argument, got {len(args)}")
+        if args:
+            src = args[0]
+            result = dict(src) if isinstance(src, dict) else dict(materialize(src, "dict"))
+        else:
+            result = {}
+        result.update(kwargs)
+        return result
+
+    def sum_(iterable: Iterable[Any], /, start: Any = 0) -> Any:
+        items = materialize(iterable)
+        if type(start) not in (list, tuple):
+            return sum(items, start)  # numbers (and tensors) never grow in length
+        # sum(lists, []) is quadratic in Python; extend a copy instead, with
+        # the same result and the same TypeError for mismatched types.
+        total = list(start)
+        for x in items:
+            if type(x) is not type(start):
+                return guards.add(start if not total else type(start)(total), x)
+            guards.check_len(len(total) + len(x))
+            total.extend(x)
+        return type(start)(total)
+
+    def _minmax(name: str, pick: Callable, args: tuple, key: Any, default: Any) -> Any:
+        if not args:
+            raise TypeError(f"{name} expected at least 1 argument, got 0")
+        if len(args) == 1:
+            items = materialize(args[0])
+            if not items:
+                if default is not _MISSING:
+                    return default
+                raise ValueError(f"{name}() arg is an empty sequence")
+        else:
+            if default is not _MISSING:
+                raise TypeError(
+                    f"Cannot specify a default for {name}() with multiple positional arguments"
+                )
+            items = list(args)
+        return pick(items, key=key)
+
+    def min_(*args: Any, key: Any = None, default: Any = _MISSING) -> Any:
+        return _minmax("min", min, args, key, default)
+
+    def max_(*args: Any, key: Any = None, default: Any = _MISSING) -> Any:
+        return _minmax("max", max, args, key, default)
+
+    def sorted_(iterable: Iterable[Any], /, *, key: Any = None, reverse: bool = False) -> list:
+        return sorted(materialize(iterable), key=key, reverse=reverse)
+
+    def any_(iterable: Iterable[Any], /) -> bool:
+        for x in _bounded(iterable):
+            if x:
+                return True
+        return False
+
+    def all_(iterable: Iterable[Any], /) -> bool:
+        for x in _bounded(iterable):
+            if not x:
+                return False
+        return True
+
+    def _bounded(iterable: Iterable[Any]) -> Iterable[Any]:
+        # Lazy, so any()/all() stop early, yet never loop for ever in C.
+        limit = guards.max_seq
+        for i, x in enumerate(iterable):
+            if i >= limit:
+                raise guards.too_long(i + 1)
+            yield x
+
+    def round_(number: Any, ndigits: Any = None) -> Any:
+        if ndigits is None:
+            return round(number)
+        if type(number) is int and type(ndigits) is int and ndigits < 0:
+            # round(5, -10**9) would compute 10**(10**9): answer directly.
+            if -ndigits > number.bit_length() * 0.302 + 2:
+                return 0
+        return round(number, ndigits)
+
+    table: dict[str, object] = {
+        "print": make_print(write),
+        "len": len,
+        "range": range,
+        "float": float,
+        "int": int,
+        "bool": bool,
+        "str": str,
+        "abs": abs,
+        "round": round_,
+        "min": min_,
+        "max": max_,
+        "sum": sum_,
+        "list": list_,
+        "tuple": tuple_,
+        "dict": dict_,
+        "zip": zip,
+        "enumerate": enumerate,
+        "reversed": reversed,
+        "sorted": sorted_,
+        "any": any_,
+        "all": all_,
+        "repr": repr,
+    }
+    for name, fn in list(table.items()):
+        if callable(fn) and getattr(fn, "__name__", "").endswith("_"):
+            fn.__name__ = fn.__qualname__ = name  # type: ignore[union-attr]
+    table.update(EXCEPTIONS)
+    return table
+
+
+# --------------------------------------------------------------- classes
+
+# The class attribute marking a script class (in its own __dict__ only).
+SCRIPT = "ad$script"
+
+# Dunder methods a script class may define (others are refused at compile time).
+DEFINABLE_DUNDERS = frozenset(
+    "__init__ __call__ __repr__ __str__ __len__ __getitem__ __setitem__ __delitem__"
+    " __iter__ __next__ __contains__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __hash__"
+    " __bool__ __neg__ __pos__ __abs__ __invert__ __enter__ __exit__"
+    " __add__ __radd__ __iadd__ __sub__ __rsub__ __isub__ __mul__ __rmul__ __imul__"
+    " __truediv__ __rtruediv__ __itruediv__ __floordiv__ __rfloordiv__ __mod__ __rmod__"
+    " __pow__ __rpow__ __matmul__ __rmatmul__ __and__ __rand__ __or__ __ror__ __xor__"
+    " __rxor__ __float__ __int__".split()
+)
+
+
+def is_script_class(cls: object) -> bool:
+    """Was `cls` made by a script's ``class`` statement?"""
+    return isinstance(cls, type) and any(SCRIPT in k.__dict__ for k in cls.__mro__)
+
+
+def _script_names(cls: type, name: str) -> bool:
+    """Is `name` defined by a script class of cls's MRO (or allowed by a host base)?"""
+    for k in cls.__mro__:
+        d = k.__dict__
+        if SCRIPT in d:
+            if name in d:
+                return True
+        else:
+            allowed = d.get("__ad_attrs__")
+            if type(allowed) is frozenset and name in allowed:
+                return True
+    return False
+
+
+def _super_ok(obj: super, name: str) -> bool:
+    if name in DEFINABLE_DUNDERS:
+        return True
+    if name[:1] == "_":
+        return False
+    start = obj.__self_class__
+    if start is None:
+        return False
+    mro = start.__mro__
+    after = mro[mro.index(obj.__thisclass__) + 1 :] if obj.__thisclass__ in mro else mro
+    return any(
+        (SCRIPT in k.__dict__ and name in k.__dict__)
+        or (
+            type(k.__dict__.get("__ad_attrs__")) is frozenset and name in k.__dict__["__ad_attrs__"]
+        )
+        for k in after
+    )
+
+
+def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]:
+    """The (get, set, delete) attribute functions compiled code calls."""
+
+    def get(obj: Any, name: str) -> Any:
+        t = type(obj)
+        if t is Namespace:  # the common case first: torch.exp, F.relu...
+            if name[:1] != "_":
+                try:
+                    return obj.__ad_members__[name]
+                except KeyError:
+                    pass
+            return get_attribute(obj, name, guards)
+        if t is property and name in ("getter", "setter", "deleter"):  # @p.setter
+            return getattr(obj, name)
+        if t is super:
+            if _super_ok(obj, name):
+                return getattr(obj, name)
+            raise refuse_private(name) if name[:1] == "_" else _no_attr(obj, name)
+        if isinstance(obj, type):
+            if name == "__name__":
+                return obj.__name__
+            if name[:1] != "_" and is_script_class(obj) and _script_names(obj, name):
+                return getattr(obj, name)
+        elif name[:1] != "_" and _is_script_instance(t):
+            d = getattr(obj, "__dict__", None)
+            if (d is not None and name in d) or _script_names(t, name):
+                return getattr(obj, name)
+            if hasattr(obj, name):  # inherited from Python (an exception's with_traceback)
+                raise SandboxError(
+                    f"attribute '{name}' of '{t.__name__}' objects"
+                    " is not available in adcli scripts"
+                )
+            raise _no_attr(obj, name)
+        return get_attribute(obj, name, guards)
+
+    def set_(obj: Any, name: str, value: Any) -> None:
+        if name[:1] != "_" and (
+            _is_script_instance(type(obj)) or (isinstance(obj, type) and is_script_class(obj))
+        ):
+            setattr(obj, name, value)
+            return
+        set_attribute(obj, name, value)
+
+    def delete(obj: Any, name: str) -> None:
+        if name[:1] != "_" and _is_script_instance(type(obj)):
+            delattr(obj, name)
+            return
+        delete_attribute(obj, name)
+
+    return get, set_, delete
+
+
+def _is_script_instance(t: type) -> bool:
+    return SCRIPT in t.__dict__ or (t.__base__ is not object and is_script_class(t))
+
+
+def _no_attr(obj: Any, name: str) -> AttributeError:
+    return AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'")
+
+
+def check_bases(bases: tuple) -> None:
+    for b in bases:
+        if not isinstance(b, type):
+            raise TypeError("bases must be types")
+        ok = (
+            is_script_class(b)
+            or (issubclass(b, BaseException) and b in EXCEPTIONS.values())
+            or b.__dict__.get("__ad_subclass__") is True
+        )
+        if not ok:
+            raise SandboxError(f"subclassing '{b.__name__}' is not available in adcli scripts")
+
+
+def mark_class(cls: type) -> type:
+    """The decorator every script class gets last: marks it as a script class."""
+    type.__setattr__(cls, SCRIPT, True)
+    return cls
+
+
+def _type(*args: Any) -> type:
+    if len(args) != 1:
+        raise TypeError("type() takes 1 argument in adcli scripts")
+    cls = type(args[0])
+    if issubclass(cls, type):  # `type` itself (or a metaclass) would make classes freely
+        raise SandboxError("type() of a class is not available in adcli scripts")
+    return cls
+
+
+_type.__name__ = _type.__qualname__ = "type"
+
+
+def make_script_builtins(guards: Guards) -> dict[str, object]:
+    """The pure builtins plus the class builtins scripts see (no runtime helpers)."""
+    table = make_builtins(guards)
+    classes = (isinstance, issubclass, super, property, staticmethod, classmethod, set)
+    table.update({f.__name__: f for f in classes + (next, iter, callable)})
+    table["type"] = _type
+    return table
+
+
+def make_operator_helpers(guards: Guards) -> dict[str, Callable]:
+    """Hidden names for the operators that need a size check ('ad$+', 'ad$+=' ...)."""
+    binary, inplace = make_operators(guards)
+    out: dict[str, Callable] = {f"ad${op}": fn for op, fn in binary.items()}
+    out.update({f"ad${op}=": fn for op, fn in inplace.items()})
+    return out
+
+
+def context_manager(obj: Any) -> Any:
+    """``with obj``: host classes marked ``__ad_context__`` and script classes."""
+    if not _is_script_instance(type(obj)):
+        check_context_manager(obj)
+    return obj
+
+
+def format_field(value: Any, conversion: str | None, spec: str, guards: Guards) -> str:
+    """An f-string field with a format spec, after checking the spec."""
+    return guards.format_value(_conversion(value, conversion), spec)
+
+
+def _conversion(value: Any, conversion: str | None) -> Any:
+    """A format field's ``!r``/``!s``/``!a`` conversion."""
+    if conversion is None:
+        return value
+    convert = {"r": repr, "s": str, "a": ascii}.get(conversion)
+    if convert is None:
+        raise ValueError(f"Unknown conversion specifier {conversion}")
+    return convert(value)
+
+
+# Operators compiled code may call directly (no size check needed).
+PLAIN_INPLACE = {
+    "+": operator.iadd,
+    "*": operator.imul,
+    "**": operator.ipow,
+    "%": operator.imod,
+    "-": operator.isub,
+    "/": operator.itruediv,
+    "//": operator.ifloordiv,
+    "@": operator.imatmul,
+    "&": operator.iand,
+    "|": operator.ior,
+    "^": operator.ixor,
+}
