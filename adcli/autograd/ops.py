@@ -631,6 +631,8 @@ def allclose(
 ) -> bool:
     """True when all values are close."""
     _tensor_operands("allclose", a, b, _method)
+    if a.data_.dtype != b.data_.dtype:
+        raise RuntimeError(f"{_legacy_name(a)} did not match {_legacy_name(b)}")
     return bool(np.allclose(a.data_, b.data_, rtol=rtol, atol=atol))
 
 
@@ -676,7 +678,13 @@ def where(cond: Any, a: Any = None, b: Any = None) -> Tensor:
     """a where cond else b (either may be a number)."""
     if a is None and b is None:
         return tuple(Tensor._make(i) for i in np.nonzero(_as_array(cond)))  # type: ignore
-    c = _as_array(cond).astype(bool)
+    c = _as_array(cond)
+    if c.dtype != np.bool_ and c.dtype != np.uint8:
+        raise RuntimeError(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{dtypes.of_array(c).legacy.replace('Tensor', '')}"
+        )
+    c = c.astype(bool)
     ta, tb, dt = _binary(a, b, check=False)
     _broadcast_check(c, ta.data_)
     both = np.broadcast_to(
