@@ -16,7 +16,7 @@ from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
 from .node import short_name
-from .tensor import Tensor, _norm_dim, check_no_overlap
+from .tensor import Tensor, _norm_dim, check_no_overlap, check_no_partial_overlap
 
 F: Any = None  # functions.py, bound at the end (it imports this module)
 
@@ -2220,7 +2220,9 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         return
     if not advanced:
         whole_view = isinstance(idx, tuple) or idx is Ellipsis
-        check_no_overlap(a.data_[idx] if whole_view else a.data_[idx, ...])
+        target = a.data_[idx] if whole_view else a.data_[idx, ...]
+        check_no_overlap(target)
+        check_no_partial_overlap(target, (v,))
     if not record:
         a.data_[idx] = v.data_ if v is not None else value
         a._vc[0] += 1
@@ -2228,9 +2230,18 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     from .tensor import _adopt_node
 
     vt = v if v is not None else _scalar_tensor(value, a.dtype)
+    if a._base is not None and not advanced:
+        # PyTorch writes through the view a[idx] (copy_, or fill_ for a 0-d value), so
+        # an expanded `a` changes only where that view points
+        sub = getitem(a, idx)
+        if v is None or fills:
+            sub.fill_(vt)
+        else:
+            sub.copy_(vt)
+        return
     if a._base is not None:
         dt = a.data_.dtype
-        a._inplace(lambda t_, v_: _with_values(t_, idx, v_, dt), vt)
+        a._inplace(lambda t_, v_: _with_values(t_, idx, v_, dt), vt, _overlap_ok=not advanced)
         return
     snapshot = Tensor._make(a.data_.copy(), a._requires_grad, a.grad_fn, a._vc, a._output_nr)
     snapshot._acc = a._acc

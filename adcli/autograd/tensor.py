@@ -489,6 +489,7 @@ class Tensor:
     def fill_(self, value: Any) -> Tensor:
         """Fill with `value` in place."""
         if isinstance(value, Tensor):  # PyTorch refuses expanded memory for a tensor value
+            self._check_inplace((value,))  # (after its view and leaf checks)
             check_no_overlap(self.data_)
         return self._inplace(lambda t, v: ops.fill_like(t, v), value, _overlap_ok=True)
 
