@@ -112,3 +112,17 @@ def result_type(*operands: object) -> DType:
     if scal >= 0 and (res is None or scal > res.category):
         res = default_for_category(scal)
     return res if res is not None else DEFAULT_FLOAT
+
+
+# The C++ type names PyTorch's messages print for each dtype ("long int", "c10::Half").
+CPP_TYPE_NAMES = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "int64": "long int",
+    "int32": "int",
+    "int16": "short int",
+    "int8": "signed char",
+    "uint8": "unsigned char",
+    "bool": "bool",
+}

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import ops
 from .node import Function
-from .tensor import Tensor
+from .tensor import OVERLAP_MESSAGE, Tensor
 
 # Binary operands arrive already promoted by ops.py; `_d` reads an operand's
 # array cast to the op's computation dtype.  Add, Sub, Mul and Div may also get a
@@ -1863,11 +1863,7 @@ class _CopyInto(Function):
 
     def backward(ctx, g):
         if getattr(ctx, "overlapping", False):
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor "
-                "refers to a single memory location. Please clone() the tensor before "
-                "performing the operation."
-            )
+            raise RuntimeError(OVERLAP_MESSAGE)
         gb = ops.where(Tensor._make(ctx.mask), g, 0.0) if ctx.needs_input_grad[0] else None
         gv = None
         if ctx.needs_input_grad[1]:
@@ -1930,11 +1926,7 @@ class CopySlicesOp(Function):
 
     def backward(ctx, g):
         if getattr(ctx, "overlapping", False):
-            raise RuntimeError(
-                "unsupported operation: more than one element of the written-to tensor "
-                "refers to a single memory location. Please clone() the tensor before "
-                "performing the operation."
-            )
+            raise RuntimeError(OVERLAP_MESSAGE)
         node = ctx.node
         grads = node.backward(node, ops.getitem(g, ctx.index))
         g_view = grads[0]

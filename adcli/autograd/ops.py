@@ -483,7 +483,7 @@ def _check_scalar_fits(v: Any, dt: DType) -> None:
         bad = not low <= v <= info.max
     if bad:
         name = _FIXED_NAMES.get(dt.name, "uint8_t" if dt.name == "uint8" else None)
-        name = name or _CPP_TYPE_NAMES[dt.name]
+        name = name or dtypes.CPP_TYPE_NAMES[dt.name]
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
@@ -493,7 +493,7 @@ def check_clamp_inplace(a: Tensor, lo: Any, hi: Any) -> None:
         return
     dt = dtypes.result_type(a, *[b for b in (lo, hi) if b is not None])
     if dt != a.dtype and not np.can_cast(dt.np, a.data_.dtype, "same_kind"):
-        src, dst = dt.legacy.removesuffix("Tensor"), _CPP_TYPE_NAMES[a.dtype.name]
+        src, dst = dt.legacy.removesuffix("Tensor"), dtypes.CPP_TYPE_NAMES[a.dtype.name]
         raise RuntimeError(f"result type {src} can't be cast to the desired output type {dst}")
     _clamp_scalar_dtype(a, lo, hi)
 
@@ -984,20 +984,6 @@ def cumsum(a: Tensor, dim: int) -> Tensor:
 # ************************************************************ linear algebra
 
 
-# The C++ type names PyTorch's mm kernel prints for each dtype.
-_CPP_NAMES = {
-    "float32": "float",
-    "float64": "double",
-    "float16": "c10::Half",
-    "int64": "long int",
-    "int32": "int",
-    "int16": "short int",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "bool": "bool",
-}
-
-
 def _matmul_dtype(a: Tensor, b: Tensor, name: str) -> np.dtype:
     """The common dtype of a matrix product's operands; PyTorch's error (each kernel
     words it its own way) when they differ."""
@@ -1014,7 +1000,7 @@ def _matmul_dtype(a: Tensor, b: Tensor, name: str) -> np.dtype:
             )
         if name == "bmm":
             raise RuntimeError(f"expected scalar type {n1} but found {n2}")
-        c1, c2 = _CPP_NAMES[a.dtype.name], _CPP_NAMES[b.dtype.name]
+        c1, c2 = dtypes.CPP_TYPE_NAMES[a.dtype.name], dtypes.CPP_TYPE_NAMES[b.dtype.name]
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c1} != {c2}")
     return a.data_.dtype
 
@@ -1719,27 +1705,13 @@ def embed(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
     return F.Embed.apply(g, index=index, shape=shape)
 
 
-# C++ type names PyTorch prints in some messages
-_CPP_TYPE_NAMES = {
-    "int64": "long int",
-    "int32": "int",
-    "int16": "short int",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "float32": "float",
-    "float64": "double",
-    "float16": "c10::Half",
-    "bool": "bool",
-}
-
-
 def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     """a with `value` where mask is True."""
     m = _as_array(mask)
     if m.dtype != np.bool_:
         raise RuntimeError(
             f"masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{_CPP_TYPE_NAMES.get(dtypes.of_array(m).name, dtypes.of_array(m).name)}"
+            f"{dtypes.CPP_TYPE_NAMES.get(dtypes.of_array(m).name, dtypes.of_array(m).name)}"
         )
     shape = np.broadcast_shapes(a.data_.shape, m.shape)
     if shape != a.data_.shape:

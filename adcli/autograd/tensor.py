@@ -219,7 +219,7 @@ class Tensor:
                 )
             # PyTorch checks the dtype first, then the size
             if value.data_.dtype != self.data_.dtype:
-                got = _CPP_TYPE_NAMES[value.dtype.name]
+                got = dtypes.CPP_TYPE_NAMES[value.dtype.name]
                 want = self.dtype.legacy[: -len("Tensor")]
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{got}' to a tensor with "
@@ -714,6 +714,12 @@ class Tensor:
 _SCALARS = (int, float)
 
 
+OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a "
+    "single memory location. Please clone() the tensor before performing the operation."
+)
+
+
 def check_no_overlap(d: np.ndarray) -> None:
     """Refuse to write into an array where several elements share memory (expand)."""
     if (
@@ -721,11 +727,7 @@ def check_no_overlap(d: np.ndarray) -> None:
         and 0 in d.strides
         and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True))
     ):
-        raise RuntimeError(
-            "unsupported operation: more than one element of the written-to tensor refers "
-            "to a single memory location. Please clone() the tensor before performing the "
-            "operation."
-        )
+        raise RuntimeError(OVERLAP_MESSAGE)
 
 
 def check_write(dst: np.ndarray, values: np.ndarray) -> None:
@@ -804,20 +806,6 @@ def _adopt_node(t: Tensor, result: Tensor) -> None:
                 s.version = t._vc[0]
     if t._retains_grad:
         _register_retain(t)
-
-
-# The C++ type names PyTorch prints for a dtype in the .grad assignment check.
-_CPP_TYPE_NAMES = {
-    "float32": "float",
-    "float64": "double",
-    "float16": "c10::Half",
-    "int64": "long int",
-    "int32": "int",
-    "int16": "short int",
-    "int8": "signed char",
-    "uint8": "unsigned char",
-    "bool": "bool",
-}
 
 
 def _register_retain(t: Tensor) -> None:
