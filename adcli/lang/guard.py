@@ -6,8 +6,10 @@ functions of `make_attribute_guards` (SPEC section 4: no Python objects,
 modules, files or dunders):
 
 - No attribute whose name starts with "_" is ever read or written, except a
-  class's ``__name__`` (``type(e).__name__``) and, on ``super()``, the dunder
-  methods a script class may define (``super().__init__(...)``).
+  class's ``__name__`` (``type(e).__name__``), on ``super()`` the dunder
+  methods a script class may define (``super().__init__(...)``), and
+  single-underscore names a script sets or defines on its own instances and
+  classes (``self._prev``; see `script_name_ok`).
 - Reading ``obj.name`` needs ``name in type(obj).__ad_attrs__`` (declared by
   the host's classes), or `obj` to be a `Namespace`, or a whitelisted method
   of a plain list/dict/str/tuple, or `obj` to be an instance (or a class)
@@ -681,6 +683,13 @@ DEFINABLE_DUNDERS = frozenset(
 )
 
 
+def script_name_ok(name: str) -> bool:
+    """May a script use `name` on its own instances and classes? Public names, and
+    single-underscore ones (micrograd's ``self._prev``): never dunders, and never
+    ``_ad...``, the prefix under which subclassable host bases keep their state."""
+    return name[:1] != "_" or (name[1:2] != "_" and name[:3] != "_ad")
+
+
 def is_script_class(cls: object) -> bool:
     """Was `cls` made by a script's ``class`` statement?"""
     return isinstance(cls, type) and any(SCRIPT in k.__dict__ for k in cls.__mro__)
@@ -740,9 +749,9 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
         if isinstance(obj, type):
             if name == "__name__":
                 return obj.__name__
-            if name[:1] != "_" and is_script_class(obj) and _script_names(obj, name):
+            if script_name_ok(name) and is_script_class(obj) and _script_names(obj, name):
                 return getattr(obj, name)
-        elif name[:1] != "_" and _is_script_instance(t):
+        elif script_name_ok(name) and _is_script_instance(t):
             d = getattr(obj, "__dict__", None)
             if (d is not None and name in d) or _script_names(t, name):
                 return getattr(obj, name)
@@ -755,7 +764,7 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
         return get_attribute(obj, name, guards)
 
     def set_(obj: Any, name: str, value: Any) -> None:
-        if name[:1] != "_" and (
+        if script_name_ok(name) and (
             _is_script_instance(type(obj)) or (isinstance(obj, type) and is_script_class(obj))
         ):
             setattr(obj, name, value)
@@ -763,7 +772,7 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
         set_attribute(obj, name, value)
 
     def delete(obj: Any, name: str) -> None:
-        if name[:1] != "_" and _is_script_instance(type(obj)):
+        if script_name_ok(name) and _is_script_instance(type(obj)):
             delattr(obj, name)
             return
         delete_attribute(obj, name)
