@@ -55,12 +55,14 @@ _RUN_FLAGS = {
     "--no-color": "no_color",
     "--detect-anomaly": "detect_anomaly",
     "--symbolic": "symbolic",
+    "--all-reports": "all_reports",
 }
 _RUN_VALUES = {
     "--width": ("width", 20, 1000),
     "--max-steps": ("max_steps", 1, None),
     "--max-depth": ("max_depth", 1, None),
     "--max-numel": ("max_numel", 1, None),
+    "--report-every": ("report_every", 1, None),
 }
 
 
@@ -135,6 +137,8 @@ def _fast_run(args: list[str]) -> int | None:
         max_numel=opts.get("max_numel", defaults.max_numel),
         color=False if opts.get("no_color") else None,
         symbolic=opts.get("symbolic", False),
+        all_reports=opts.get("all_reports", False),
+        report_every=opts.get("report_every"),
     )
     try:
         from adcli.runner import run_path

@@ -256,6 +256,24 @@ def run(
             "and each grad_fn's local derivative rule.",
         ),
     ] = False,
+    all_reports: Annotated[
+        bool,
+        typer.Option(
+            "--all-reports",
+            help="Print every report in full; by default a call repeated with the same graph "
+            "prints its first and last report and one line for those between.",
+        ),
+    ] = False,
+    report_every: Annotated[
+        int | None,
+        typer.Option(
+            "--report-every",
+            min=1,
+            metavar="N",
+            show_default=False,
+            help="Also print every Nth report of a repeated call in full.",
+        ),
+    ] = None,
 ) -> None:
     """Run a script, printing a report of every backward pass."""
     if file != "-":
@@ -271,6 +289,8 @@ def run(
         max_numel=max_numel,
         color=False if no_color else None,
         symbolic=symbolic,
+        all_reports=all_reports,
+        report_every=report_every,
     )
     try:
         from adcli.runner import run_path

@@ -23,6 +23,8 @@ class RunOptions:
     `width` None means: the terminal's width on a terminal, else `PIPE_WIDTH`.
     `color` None means: colour only on a terminal, and never when the `NO_COLOR`
     environment variable is set to a non-empty value.
+    `all_reports`/`report_every` undo the folding of repeated reports (see
+    `adcli.render.folding`).
     `display_name` is the name messages give the script (`File "x.ad", line 3`);
     None means the path as given. The golden tests set it to the file's name so
     that the expected text does not depend on the directory the tests run from.
@@ -39,6 +41,10 @@ class RunOptions:
     color: bool | None = None
     symbolic: bool = False
     display_name: str | None = None
+    # Reports of one call site with the same graph fold into one line between the
+    # first and the last (`--all-reports` prints each; `--report-every N` every Nth).
+    all_reports: bool = False
+    report_every: int | None = None
 
     def use_color(self, stream: IO[str] | None = None) -> bool:
         """Whether to write colour codes to `stream` (default: sys.stdout)."""

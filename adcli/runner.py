@@ -245,6 +245,7 @@ class _Reporter:
         self.options = options
         self.streams = streams
         self._console = None
+        self._folder: Any = None
 
     def console(self) -> Any:
         if self._console is None:
@@ -261,12 +262,27 @@ class _Reporter:
         self, event: Any, line: int | None, call_text: str | None, tracker: Any = None
     ) -> None:
         from .render.report import build_report
-        from .render.tables import render_report
 
         report = build_report(event, line=line, call_text=call_text, full=self.options.full)
         if tracker is not None:  # --symbolic: formula columns
             tracker.annotate(report, event)
-        render_report(report, self.console())
+        roots = event.roots
+        value = float(roots[0].data_.flat[0]) if len(roots) == 1 and roots[0].numel() == 1 else None
+        self.folder().add(report, value)
+
+    def folder(self) -> Any:
+        if self._folder is None:
+            from .render.folding import ReportFolder
+            from .render.tables import render_report
+
+            console = self.console()
+            self._folder = ReportFolder(
+                lambda report: render_report(report, console),
+                lambda text: console.print(text, style="dim", markup=False, highlight=False),
+                fold=not self.options.all_reports,
+                every=self.options.report_every,
+            )
+        return self._folder
 
     def show(self, tensors: list[Any], span: Any, session: Any) -> None:
         from .render.report import build_show_report
@@ -280,5 +296,7 @@ class _Reporter:
         render_report(report, self.console())
 
     def flush(self) -> None:
+        if self._folder is not None:
+            self._folder.finish()
         if hasattr(self.streams.out, "flush"):
             self.streams.out.flush()

@@ -156,6 +156,9 @@ class Report:
     second_order: SecondOrder | None = None
     full: bool = False
     symbolic: bool = False  # --symbolic: rows carry formulas (render a formula table)
+    # a repeat of a report already printed in full (adcli.render.folding): only
+    # the values table, and the notes that report did not have
+    graph_shown: bool = False
 
     @property
     def shown_rows(self) -> list[Row]:

@@ -120,6 +120,8 @@ def _header(report: Report) -> Text:
         text.append(", ".join(report.options), style=_DIM)
     if report.kind == "show":
         text.append(f"  ({report.node_count} nodes)" if report.node_count != 1 else "  (1 node)")
+    if report.graph_shown:
+        text.append("  (graph as above)", style=_DIM)
     return text
 
 
@@ -148,6 +150,8 @@ def node_tables(report: Report, width: int) -> list[Table]:
     graph (name, expression, shape, dtype, flags, grad_fn) and then the values
     and gradients, so that matrices keep their shape instead of wrapping.
     """
+    if report.graph_shown:
+        return [_table(report, ("name",) + _VALUE_COLUMNS, 2)]
     for gap in (2, 1):
         single = _table(report, _GRAPH_COLUMNS + _VALUE_COLUMNS, gap)
         if _natural_width(single, _WRAP_AT, gap) <= width:
