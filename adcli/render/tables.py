@@ -106,7 +106,9 @@ def report_renderables(report: Report, width: int) -> list[Any]:
         parts.append(_notes(report.notes))
     if report.second_order is not None:
         parts.append(Text(f"second derivatives of {report.second_order.root}", style=_HEADER))
-        parts.append(second_order_table(report))
+        table = second_order_table(report)
+        fits = _natural_width(table, 1) <= width and width >= BLOCKS_BELOW
+        parts += [table] if fits else second_order_blocks(report)
     return parts
 
 
@@ -141,39 +143,114 @@ _NARROW = {"shape", "dtype", "requires_grad", "is_leaf", "grad_fn"}
 #: The one-table layout is used when it fits with names and expressions wrapped
 #: at these widths (rich then shares out whatever room there is).
 _WRAP_AT = {"name": 14, "expression": 20}
+#: Below this many columns each node gets a block of lines instead of a table row.
+BLOCKS_BELOW = 90
+#: The flag columns' short headers, used when the full ones do not fit.
+_SHORT = {"requires_grad": "rg", "is_leaf": "leaf"}
+_SHORT_LEGEND = "rg: requires_grad, leaf: is_leaf, T/F: True/False"
 
 
-def node_tables(report: Report, width: int) -> list[Table]:
+def node_tables(report: Report, width: int) -> list[Any]:
     """The node table: one line per node, leaves first, root last.
 
     One table when it fits in `width`; otherwise two with the same rows, the
     graph (name, expression, shape, dtype, flags, grad_fn) and then the values
-    and gradients, so that matrices keep their shape instead of wrapping.
+    and gradients, so that matrices keep their shape instead of wrapping; with
+    short flag columns (explained under the table) when even that is too wide;
+    below `BLOCKS_BELOW` columns, one block of lines per node. A cell wraps only
+    between words: no layout is chosen that would have to split a name, a
+    number or `True`.
     """
-    if report.graph_shown:
-        return [_table(report, ("name",) + _VALUE_COLUMNS, 2)]
-    for gap in (2, 1):
-        single = _table(report, _GRAPH_COLUMNS + _VALUE_COLUMNS, gap)
-        if _natural_width(single, _WRAP_AT, gap) <= width:
-            return [single]
-    return [_table(report, _GRAPH_COLUMNS, 2), _table(report, ("name",) + _VALUE_COLUMNS, 2)]
+    values = ("name",) + _VALUE_COLUMNS
+    if width >= BLOCKS_BELOW or report.graph_shown:
+        if not report.graph_shown:
+            for gap in (2, 1):
+                both = _GRAPH_COLUMNS + _VALUE_COLUMNS
+                widths = _layout(report, both, gap, width, rigid=_NARROW | set(_VALUE_COLUMNS))
+                if widths is not None:
+                    return [_table(report, both, gap, widths)]
+        value_widths = _layout(report, values, 2, width)
+        if value_widths is not None:
+            if report.graph_shown:
+                return [_table(report, values, 2, value_widths)]
+            for short in (False, True):
+                widths = _layout(report, _GRAPH_COLUMNS, 2, width, short=short)
+                if widths is not None:
+                    parts: list[Any] = [_table(report, _GRAPH_COLUMNS, 2, widths, short=short)]
+                    if short:
+                        parts.append(Text(_SHORT_LEGEND, style=_DIM))
+                    return parts + [_table(report, values, 2, value_widths)]
+    return node_blocks(report, width)
 
 
-def _natural_width(table: Table, wrap_at: dict[str, int], gap: int) -> int:
-    """The width the table takes without wrapping anything but the capped columns."""
+def _layout(
+    report: Report,
+    columns: tuple[str, ...],
+    gap: int,
+    width: int,
+    *,
+    rigid: set[str] = _NARROW,
+    short: bool = False,
+) -> list[int] | None:
+    """Column widths that fit `width` without splitting a token, or None.
+
+    A rigid column gets its widest line; the others get at least their longest
+    word (and the `_WRAP_AT` room when the table has rigid value columns), at
+    most their widest line; what is left goes first to the columns that want
+    least (water-filling)."""
+    lows: list[int] = []
+    highs: list[int] = []
+    for col in columns:
+        header = _SHORT.get(col, col) if short else col
+        widest, word = len(header), len(header)
+        for row in report.rows:
+            if isinstance(row, Fold):  # its "996 similar nodes" sits whole in the 2nd column
+                if col == columns[1]:
+                    rest = row.text.partition(" ")[2]
+                    widest, word = max(widest, len(rest)), max(word, len(rest))
+                continue
+            plain = _column_cell(row, col, report.full, short=short).plain
+            widest = max(widest, max(len(line) for line in plain.split("\n")))
+            word = max(word, max((len(w) for w in plain.split()), default=0))
+        if col in rigid:
+            lows.append(widest)
+        else:
+            room = _WRAP_AT.get(col, 0) if rigid is not _NARROW else 0
+            lows.append(max(word, min(widest, room)))
+        highs.append(widest)
+    avail = width - gap * (len(columns) - 1)
+    if sum(lows) > avail:
+        return None
+    extra = avail - sum(lows)
+    want = [h - lo for lo, h in zip(lows, highs, strict=True)]
+    if sum(want) <= extra:
+        return highs
+    # the smallest wants are met in full first, so short names stay on one line
+    widths = list(lows)
+    order = sorted(range(len(columns)), key=lambda i: want[i])
+    for k, i in enumerate(order):
+        share = extra // (len(order) - k)
+        give = min(want[i], share)
+        widths[i] += give
+        extra -= give
+    return widths
+
+
+def _natural_width(table: Table, gap: int) -> int:
+    """The width `table` takes with no cell wrapped."""
     total = 0
     for col in table.columns:
         widest = Text(str(col.header)).cell_len
         for cell in col.cells:
             if isinstance(cell, Text):
                 widest = max(widest, max(Text(ln).cell_len for ln in cell.plain.split("\n")))
-        if str(col.header) in wrap_at:
-            widest = min(widest, wrap_at[str(col.header)])
         total += widest + gap
     return total - gap
 
 
-def _table(report: Report, columns: tuple[str, ...], gap: int) -> Table:
+def _table(
+    report: Report, columns: tuple[str, ...], gap: int, widths: list[int], *, short: bool = False
+) -> Table:
     table = Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -182,21 +259,21 @@ def _table(report: Report, columns: tuple[str, ...], gap: int) -> Table:
         header_style="bold",
         expand=False,
     )
-    for col in columns:
-        if col in _NARROW:
-            table.add_column(col, no_wrap=True)
-        else:
-            table.add_column(col, overflow="fold")
     full = report.full
+    for col, w in zip(columns, widths, strict=True):
+        header = _SHORT.get(col, col) if short else col
+        table.add_column(header, width=w, no_wrap=col in _NARROW, overflow="fold")
     for row in report.rows:
-        if isinstance(row, Fold):
-            table.add_row(Text(row.text, style=_DIM), *[Text("")] * (len(columns) - 1))
+        if isinstance(row, Fold):  # "…" under the names, "996 similar nodes" beside it
+            mark, _, rest = row.text.partition(" ")
+            cells = [Text(mark, style=_DIM), Text(rest, style=_DIM)]
+            table.add_row(*cells, *[Text("")] * (len(columns) - 2))
             continue
-        table.add_row(*[_column_cell(row, col, full) for col in columns])
+        table.add_row(*[_column_cell(row, col, full, short=short) for col in columns])
     return table
 
 
-def _column_cell(row: Row, col: str, full: bool) -> Text:
+def _column_cell(row: Row, col: str, full: bool, *, short: bool = False) -> Text:
     if col == "name":
         text = Text(row.name, style=_LEAF if row.is_leaf else _OP)
         if row.hook_changed:
@@ -209,9 +286,9 @@ def _column_cell(row: Row, col: str, full: bool) -> Text:
     if col == "dtype":
         return Text(row.dtype)
     if col == "requires_grad":
-        return Text(str(row.requires_grad))
+        return Text(_flag(row.requires_grad, short))
     if col == "is_leaf":
-        return Text(str(row.is_leaf))
+        return Text(_flag(row.is_leaf, short))
     if col == "grad_fn":
         return Text(row.grad_fn or "None", style="" if row.is_leaf else _OP)
     if col == "value":
@@ -219,6 +296,38 @@ def _column_cell(row: Row, col: str, full: bool) -> Text:
     if col == "flowed grad":
         return _value_cell(row.flowed_grad, row.dtype, full, "-")
     return _grad_cell(row, full)
+
+
+def _flag(value: bool, short: bool) -> str:
+    return ("T" if value else "F") if short else str(value)
+
+
+def node_blocks(report: Report, width: int) -> list[Any]:
+    """One block per node for narrow terminals: a title line (name, grad_fn or
+    `leaf`, shape, dtype, requires_grad), then the expression, value, flowed
+    gradient and .grad, each under a label and wrapped between words."""
+    parts: list[Any] = []
+    full = report.full
+    for row in report.rows:
+        if isinstance(row, Fold):
+            parts.append(Text(row.text, style=_DIM))
+            continue
+        title = _column_cell(row, "name", full)
+        title.append("  ")
+        title.append(row.grad_fn or "leaf", style=_OP if row.grad_fn else _LEAF)
+        facts = [format_shape(row.shape), row.dtype, f"requires_grad={row.requires_grad}"]
+        title.append("  " + "  ".join(facts), style=_DIM)
+        parts.append(title)
+        grid = Table.grid(padding=(0, 1, 0, 0))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        if row.expr is not None and row.expr != row.name:
+            grid.add_row(Text("  expression"), Text(row.expr))
+        for label, col in (("  value", "value"), ("  flowed grad", "flowed grad")):
+            grid.add_row(Text(label), _column_cell(row, col, full))
+        grid.add_row(Text("  .grad"), _column_cell(row, ".grad", full))
+        parts.append(grid)
+    return parts
 
 
 def _value_cell(a: object, dtype: str, full: bool, missing: str = "(gone)") -> Text:
@@ -320,6 +429,36 @@ def second_order_table(report: Report) -> Table:
             cells.append(Text(b.formula or ""))
         table.add_row(*cells)
     return table
+
+
+def second_order_blocks(report: Report) -> list[Any]:
+    """The second derivatives for narrow terminals: per u, the grad_fn of ∂root/∂u,
+    then each block ∂²root/∂u∂v under its v and shape."""
+    so = report.second_order
+    assert so is not None
+    first = {f.name: f.grad_fn for f in so.first_order}
+    parts: list[Any] = []
+    grid: Table | None = None
+    prev_u = None
+    for b in so.blocks:
+        if b.u != prev_u:
+            prev_u = b.u
+            gf = first.get(b.u)
+            title = Text("u = ")
+            title.append(b.u, style=_LEAF)
+            title.append(f"  ∂/∂u: {gf or 'None (constant)'}", style=_DIM)
+            grid = Table.grid(padding=(0, 1, 0, 0))
+            grid.add_column(no_wrap=True)
+            grid.add_column(overflow="fold")
+            parts += [title, grid]
+        assert grid is not None
+        label = Text("  v = ")
+        label.append(b.v, style=_LEAF)
+        label.append(f"  {format_shape(b.shape)}")
+        grid.add_row(label, _block_cell(b, report.full))
+        if report.symbolic and b.formula:
+            grid.add_row(Text("  formula"), Text(b.formula))
+    return parts
 
 
 def _block_cell(b: Block, full: bool) -> Text:
