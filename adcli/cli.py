@@ -56,6 +56,7 @@ _RUN_FLAGS = {
     "--detect-anomaly": "detect_anomaly",
     "--symbolic": "symbolic",
     "--all-reports": "all_reports",
+    "--in-process": "in_process",
 }
 _RUN_VALUES = {
     "--width": ("width", 20, 1000),
@@ -63,6 +64,12 @@ _RUN_VALUES = {
     "--max-depth": ("max_depth", 1, None),
     "--max-numel": ("max_numel", 1, None),
     "--report-every": ("report_every", 1, None),
+}
+# Options whose value is not a plain integer: flag -> (RunOptions field, parser).
+# A value the parser refuses goes to typer, which gives the usage error.
+_RUN_PARSED = {
+    "--timeout": ("timeout", "parse_seconds"),
+    "--max-memory": ("max_memory", "parse_memory"),
 }
 
 
@@ -86,6 +93,22 @@ def _parse_run(args: list[str]) -> dict[str, Any] | None:
             seen[key] = True
             continue
         name, eq, value = arg.partition("=")
+        if name in _RUN_PARSED:
+            key, parser = _RUN_PARSED[name]
+            if not eq:
+                if i >= len(args):
+                    return None
+                value = args[i]
+                i += 1
+            if key in seen:
+                return None
+            from adcli import isolation
+
+            try:
+                seen[key] = getattr(isolation, parser)(value)
+            except ValueError:
+                return None
+            continue
         if name in _RUN_VALUES:
             key, low, high = _RUN_VALUES[name]
             if not eq:
@@ -139,6 +162,9 @@ def _fast_run(args: list[str]) -> int | None:
         symbolic=opts.get("symbolic", False),
         all_reports=opts.get("all_reports", False),
         report_every=opts.get("report_every"),
+        timeout=opts.get("timeout", defaults.timeout),
+        max_memory=opts.get("max_memory", defaults.max_memory),
+        in_process=opts.get("in_process", False),
     )
     try:
         from adcli.runner import run_path

@@ -155,6 +155,14 @@ def repl_command(
     debug: Annotated[
         bool, typer.Option("--debug", help="Show Python tracebacks of adcli's own errors.")
     ] = False,
+    commands: Annotated[
+        bool,
+        typer.Option(
+            "--commands",
+            help="Obey dot-commands (.load, .save ...) in piped input too; by default "
+            "they are obeyed only when typed at a terminal.",
+        ),
+    ] = False,
 ) -> None:
     """Interactive session: statements line by line, a report after every backward()."""
     from adcli.repl import main as repl_main
@@ -162,7 +170,7 @@ def repl_command(
     options = RunOptions(
         quiet=quiet, width=width, full=full, debug=debug, color=False if no_color else None
     )
-    raise typer.Exit(repl_main(options, history=not no_history))
+    raise typer.Exit(repl_main(options, history=not no_history, commands=commands))
 
 
 def _check_readable(path: str) -> None:
@@ -177,6 +185,16 @@ def _internal_error(exc: BaseException) -> NoReturn:
         f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
         EXIT_ERROR,
     )
+
+
+def _budget_value(flag: str, text: str, parser: str) -> Any:
+    """The value of --timeout or --max-memory (0 stays 0: no limit); usage error if bad."""
+    from adcli import isolation
+
+    try:
+        return getattr(isolation, parser)(text)
+    except ValueError as exc:
+        _fail(f"{flag}: {exc}")
 
 
 _D = RunOptions()  # the defaults, so the help text and RunOptions never disagree
@@ -274,8 +292,47 @@ def run(
             help="Also print every Nth report of a repeated call in full.",
         ),
     ] = None,
+    html: Annotated[
+        str | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            show_default=False,
+            help="Also write every report to FILE as one self-contained web page: the graph "
+            "with clickable nodes and a slider that steps through the backward pass.",
+        ),
+    ] = None,
+    timeout: Annotated[
+        str,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Stop the script after this much wall-clock time (0: no limit).",
+        ),
+    ] = "60",
+    max_memory: Annotated[
+        str,
+        typer.Option(
+            "--max-memory",
+            metavar="SIZE",
+            help="Memory the script may use, as 4G or 512M (0: no limit).",
+        ),
+    ] = "4G",
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--in-process",
+            help="Run the script in adcli's own process, without the time and memory "
+            "budgets (for trusted scripts).",
+        ),
+    ] = False,
 ) -> None:
-    """Run a script, printing a report of every backward pass."""
+    """Run a script, printing a report of every backward pass.
+
+    The script runs in a child process: when it runs longer than --timeout or
+    needs more than --max-memory, or crashes, it is stopped with a one-line
+    error and exit status 1.
+    """
     if file != "-":
         _check_readable(file)
     options = RunOptions(
@@ -291,6 +348,10 @@ def run(
         symbolic=symbolic,
         all_reports=all_reports,
         report_every=report_every,
+        html=html,
+        timeout=_budget_value("--timeout", timeout, "parse_seconds"),
+        max_memory=_budget_value("--max-memory", max_memory, "parse_memory"),
+        in_process=in_process,
     )
     try:
         from adcli.runner import run_path
@@ -331,11 +392,34 @@ def test_command(
             help="Rewrite each X.out with the actual output (and create missing ones).",
         ),
     ] = False,
+    timeout: Annotated[
+        str,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="Stop a script after this much wall-clock time (0: no limit).",
+        ),
+    ] = "10",
+    max_memory: Annotated[
+        str,
+        typer.Option(
+            "--max-memory",
+            metavar="SIZE",
+            help="Memory each script may use, as 4G or 512M (0: no limit).",
+        ),
+    ] = "4G",
+    jobs: Annotated[
+        int,
+        typer.Option("--jobs", "-j", min=1, max=256, metavar="N", help="Run N scripts at a time."),
+    ] = 1,
 ) -> None:
     """Run golden tests: each X.ad must print exactly what X.out holds.
 
     The last line of X.out is the exit status, as `[exit 0]`. A failure shows a
-    unified diff; exit status 1 if any test failed.
+    unified diff; exit status 1 if any test failed. Each script runs in a child
+    process of its own: one that runs past --timeout, needs more than
+    --max-memory or crashes fails alone, with the reason. Symbolic links to
+    scripts or expected files are refused, and linked folders are not entered.
     """
     from adcli import golden
 
@@ -345,7 +429,15 @@ def test_command(
         _fail(f"cannot read {exc.filename!r}: {exc.strerror or exc}")
     if not scripts:
         _fail(f"no .ad scripts found in {', '.join(repr(p) for p in paths)}")
-    summary = golden.run_all(scripts, update=update)
+    budget = None
+    from adcli import isolation
+
+    if isolation.available():
+        budget = isolation.Budget(
+            timeout=_budget_value("--timeout", timeout, "parse_seconds") or None,
+            max_memory=_budget_value("--max-memory", max_memory, "parse_memory") or None,
+        )
+    summary = golden.run_all(scripts, update=update, budget=budget, jobs=jobs)
     raise typer.Exit(EXIT_ERROR if summary.failed else EXIT_OK)
 
 
@@ -374,10 +466,11 @@ def graph_command(
         typer.Option(
             "--format",
             "-f",
-            metavar="tree|dot|mermaid|svg",
+            metavar="tree|dot|mermaid|svg|png|pdf",
             show_default=False,
-            help="What to draw: a terminal tree, Graphviz DOT, Mermaid, or SVG (needs "
-            "Graphviz's dot). Default: from the -o suffix (.svg .dot .gv .mmd), else tree.",
+            help="What to draw: a terminal tree, Graphviz DOT, Mermaid, or an SVG, PNG or PDF "
+            "image (needs Graphviz's dot). Default: from the -o suffix (.svg .png .pdf .dot "
+            ".gv .mmd), else tree. Nodes show their value and gradient.",
         ),
     ] = None,
     output: Annotated[
@@ -394,19 +487,29 @@ def graph_command(
         bool,
         typer.Option("--full", help="Do not fold long chains of similar nodes in the tree."),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite the -o file if it exists (never through a symbolic link).",
+        ),
+    ] = False,
     debug: Annotated[
         bool,
         typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
     ] = False,
 ) -> None:
     """Run a script quietly, then draw the graph behind one of its tensors."""
-    from adcli.graphcmd import GraphOptions, UsageError, resolve_format
+    from adcli.graphcmd import GraphOptions, UsageError, output_problem, resolve_format
 
-    options = GraphOptions(var=var, format=fmt, output=output, full=full, debug=debug)
+    options = GraphOptions(var=var, format=fmt, output=output, full=full, debug=debug, force=force)
     try:
         resolve_format(options)
     except UsageError as exc:
         _fail(str(exc))
+    problem = output_problem(options)
+    if problem is not None:
+        _fail(problem)
     if file != "-":
         _check_readable(file)
     try:

@@ -25,10 +25,10 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 #: A function that runs one script and returns (what a pipe would receive, exit status).
 ScriptRunner = Callable[[Path], tuple[str, int]]
@@ -38,15 +38,23 @@ EXPECTED_SUFFIX = ".out"
 GOLDEN_WIDTH = 100
 
 PASSED, FAILED, UPDATED, NEW = "passed", "failed", "updated", "new"
+STOPPED_TAIL = 20  # lines of a stopped script's output shown with the reason
 
 
 def default_runner(path: Path) -> tuple[str, int]:
     """Run `path` in this process, as `adcli run` would print it into a pipe."""
-    from adcli.options import RunOptions
     from adcli.runner import capture
 
-    options = RunOptions(width=GOLDEN_WIDTH, color=False, display_name=Path(path).name)
-    return capture(str(path), options)
+    return capture(str(path), _golden_options(path))
+
+
+_DEFAULT_RUNNER = default_runner
+
+
+def _golden_options(path: Path) -> Any:
+    from adcli.options import RunOptions
+
+    return RunOptions(width=GOLDEN_WIDTH, color=False, display_name=Path(path).name)
 
 
 # ---------------------------------------------------------------- the file format
@@ -83,11 +91,7 @@ def find_scripts(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            candidates = sorted(
-                p
-                for p in path.rglob(f"*{SCRIPT_SUFFIX}")
-                if p.is_file() and not _hidden(p.relative_to(path))
-            )
+            candidates = sorted(_walk(path))
         elif path.exists():
             if path.suffix == EXPECTED_SUFFIX and path.with_suffix(SCRIPT_SUFFIX).is_file():
                 path = path.with_suffix(SCRIPT_SUFFIX)  # `adcli test x.out` means x.ad
@@ -95,11 +99,41 @@ def find_scripts(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         else:
             raise FileNotFoundError(2, "No such file or directory", str(given))
         for candidate in candidates:
-            key = candidate.resolve()
+            key = candidate.parent.resolve() / candidate.name
             if key not in seen:
                 seen.add(key)
                 found.append(candidate)
     return found
+
+
+def _walk(top: Path) -> Iterator[Path]:
+    """The scripts below `top`. Symlinked directories are not entered: a test run
+    stays inside the tree it was given. Symlinked scripts are listed (and refused
+    by `check`, which says so)."""
+    for folder, dirs, files in os.walk(top, followlinks=False):
+        dirs[:] = [d for d in dirs if not (d.startswith(".") or d == "__pycache__")]
+        for name in files:
+            if name.endswith(SCRIPT_SUFFIX):
+                candidate = Path(folder, name)
+                if candidate.is_symlink() or candidate.is_file():
+                    yield candidate
+
+
+def refusal(script: Path) -> str | None:
+    """Why `script` (or its expected file) must not be read: a symbolic link could
+    show a file from outside the tree in the diff. None when both are plain files."""
+    for path, verb in ((script, "run"), (expected_path(script), "read")):
+        if os.path.islink(path):
+            return f"refusing to {verb} {display(path)}: it is a symbolic link"
+    return None
+
+
+def read_nofollow(path: Path, limit: int | None = None) -> str:
+    """The UTF-8 text of `path`, never through a symbolic link (OSError ELOOP then).
+    With `limit`, at most that many characters plus one."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with open(fd, encoding="utf-8", newline="") as f:
+        return f.read() if limit is None else f.read(limit + 1)
 
 
 def _hidden(relative: Path) -> bool:
@@ -141,9 +175,9 @@ class Outcome:
 
 def display(path: Path) -> str:
     """`path` relative to the working directory when it is below it, with `/`."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
+    try:  # the folder resolved, not the file: a symbolic link keeps its own name
+        return (path.parent.resolve() / path.name).relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
         return path.as_posix()
 
 
@@ -164,14 +198,24 @@ def check(script: Path, runner: ScriptRunner | None = None, update: bool = False
     Exceptions from the runner propagate: pytest shows them with their traceback.
     """
     script = Path(script)
-    out_path = expected_path(script)
+    refused = refusal(script)
+    if refused is not None:
+        return Outcome(script, FAILED, "", None, refused)
     output, code = (runner or default_runner)(script)
+    return compare(script, output, code, update)
+
+
+def compare(script: Path, output: str, code: int, update: bool = False) -> Outcome:
+    """The outcome for `script` that printed `output` and exited with `code`."""
+    out_path = expected_path(script)
     actual = render(output, code)
     try:
-        with open(out_path, encoding="utf-8", newline="") as f:
-            expected: str | None = f.read()
+        expected: str | None = read_nofollow(out_path)
     except FileNotFoundError:
         expected = None
+    except (OSError, UnicodeDecodeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        return Outcome(script, FAILED, actual, None, f"cannot read {display(out_path)}: {reason}")
 
     if expected is not None and _normalize(expected) == actual:
         return Outcome(script, PASSED, actual, expected)
@@ -191,6 +235,18 @@ def check(script: Path, runner: ScriptRunner | None = None, update: bool = False
             f"{display(script)} (actual)",
         )
     return Outcome(script, FAILED, actual, expected, detail)
+
+
+def stopped(script: Path, message: str, output: str) -> Outcome:
+    """A script that was stopped (out of time or memory, crashed): a failure that
+    says why, with the end of what it printed. Never written by --update."""
+    detail = message
+    lines = _normalize(output).splitlines()
+    if lines:
+        shown = lines[-STOPPED_TAIL:]
+        skipped = f" (its last {len(shown)} lines)" if len(lines) > len(shown) else ""
+        detail += f"\nit printed{skipped}:\n" + "\n".join(shown)
+    return Outcome(Path(script), FAILED, "", None, detail)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -243,22 +299,28 @@ def run_all(
     runner: ScriptRunner | None = None,
     stream: IO[str] | None = None,
     color: bool | None = None,
+    *,
+    budget: Any = None,
+    jobs: int = 1,
 ) -> Summary:
     """Check every script, print each failure (with its diff) and a summary line.
 
-    An exception inside one script's run is reported as that script's failure,
-    and the others still run.
+    With `budget` (an `adcli.isolation.Budget`; `adcli test` passes one) each
+    script runs in a child process of its own under that budget, `jobs` at a
+    time: one that hangs, crashes or runs out of memory fails alone, saying why.
+    Without it scripts run here, one after the other, through `runner`; an
+    exception inside one script's run is reported as that script's failure.
     """
     stream = sys.stdout if stream is None else stream
     if color is None:
         color = _auto_color(stream)
     summary = Summary()
-    for script in scripts:
-        try:
-            outcome = check(script, runner=runner, update=update)
-        except Exception:
-            detail = "adcli crashed while running it:\n" + traceback.format_exc()
-            outcome = Outcome(Path(script), FAILED, "", None, detail)
+    scripts = [Path(s) for s in scripts]
+    if budget is not None:
+        outcomes = _isolated_outcomes(scripts, update, budget, jobs)
+    else:
+        outcomes = (_outcome_here(script, runner, update) for script in scripts)
+    for outcome in outcomes:
         setattr(summary, outcome.status, getattr(summary, outcome.status) + 1)
         report = outcome.report()
         if report:
@@ -266,9 +328,90 @@ def run_all(
                 report = _colorize(report, with_diff=outcome.expected is not None)
             stream.write(report)
             stream.write("\n")
+            stream.flush()
     stream.write(summary.line() + "\n")
     stream.flush()
     return summary
+
+
+def _outcome_here(script: Path, runner: ScriptRunner | None, update: bool) -> Outcome:
+    try:
+        return check(script, runner=runner, update=update)
+    except Exception:
+        detail = "adcli crashed while running it:\n" + traceback.format_exc()
+        return Outcome(Path(script), FAILED, "", None, detail)
+
+
+def _isolated_outcomes(
+    scripts: list[Path], update: bool, budget: Any, jobs: int
+) -> Iterator[Outcome]:
+    """The outcomes of `scripts`, each run in a child process (in order)."""
+    from adcli import isolation
+
+    _warm_up()  # once here, so that each forked child starts warm
+    plans: list[tuple[Path, str | None, str]] = []  # (script, refusal, text)
+    for script in scripts:
+        refused = refusal(script)
+        text = ""
+        if refused is None:
+            try:
+                text = read_nofollow(script, limit=_script_limit())
+            except (OSError, UnicodeDecodeError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                refused = f"cannot read {display(script)}: {reason}"
+        plans.append((script, refused, text))
+    work = [
+        isolation.job(_child_body(script, text), budget, prepare=None)
+        for script, refused, text in plans
+        if refused is None
+    ]
+    results = isolation.run_many(work, parallel=jobs)
+    for script, refused, _ in plans:
+        if refused is not None:
+            yield Outcome(script, FAILED, "", None, refused)
+            continue
+        result = next(results)
+        if result.reason is not None:
+            yield stopped(script, str(result.message), result.output)
+            continue
+        try:
+            yield compare(script, result.output, result.code, update)
+        except OSError as e:  # --update could not write
+            yield Outcome(script, FAILED, "", None, f"cannot write: {e.strerror or e}")
+
+
+def _child_body(script: Path, text: str) -> Callable[[IO[str], IO[str]], int]:
+    """What the child process runs for `script`: the script, printed as a pipe gets it."""
+
+    def body(out: IO[str], err: IO[str]) -> int:
+        if default_runner is not _DEFAULT_RUNNER:  # a test replaced it: use theirs
+            output, code = default_runner(script)
+            out.write(output)
+            return code
+        from adcli import isolation
+        from adcli.runner import run_streams
+
+        code, out_of_memory = run_streams(text, script.name, _golden_options(script), out, out)
+        return isolation.EXIT_OUT_OF_MEMORY if out_of_memory else code
+
+    return body
+
+
+def _script_limit() -> int:
+    from adcli.lang.limits import MAX_SCRIPT_CHARS
+
+    return MAX_SCRIPT_CHARS
+
+
+def _warm_up() -> None:
+    """Import the engine and build the parser here, before the children fork."""
+    if default_runner is not _DEFAULT_RUNNER:
+        return
+    from adcli.lang.parser import get_lark
+    from adcli.render import report, tables  # noqa: F401
+    from adcli.runner import run_streams  # noqa: F401
+
+    get_lark()
 
 
 def _auto_color(stream: IO[str]) -> bool:

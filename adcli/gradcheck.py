@@ -42,7 +42,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from .autograd import dtypes, engine, grad_mode, ops
+from .autograd import custom, dtypes, engine, grad_mode, ops
 from .autograd.config import config as engine_config
 from .autograd.node import AccumulateGrad, Function, Node
 from .autograd.tensor import Tensor
@@ -114,16 +114,23 @@ def gradcheck(
     """torch.autograd.gradcheck: True when the analytical Jacobian of `func` at
     `inputs` matches central finite differences; else raises GradcheckError
     (or returns False with raise_exception=False)."""
+    args = (func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad)
     if not raise_exception:
         try:
-            return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol)
+            return _gradcheck(*args)
         except GradcheckError:
             return False
-    return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol)
+    return _gradcheck(*args)
 
 
 def _gradcheck(
-    func: Callable[..., Any], inputs: Any, eps: float, atol: float, rtol: float, nondet_tol: float
+    func: Callable[..., Any],
+    inputs: Any,
+    eps: float,
+    atol: float,
+    rtol: float,
+    nondet_tol: float,
+    check_undefined_grad: bool = True,
 ) -> bool:
     tupled = _as_tuple(inputs)
     diff_inputs = [t for t in tupled if isinstance(t, Tensor) and t._requires_grad]
@@ -162,7 +169,45 @@ def _gradcheck(
                     f"Jacobian mismatch for output {k:d} with respect to input {j:d},\n"
                     f"numerical:{n}\nanalytical:{a}\n"
                 )
+    diff_outputs = [o for _, o in outputs]
+    _zero_grad_outputs(diff_outputs, diff_inputs, "backward not multiplied by grad_output")
+    if check_undefined_grad:
+        _undefined_grad_outputs(func, tupled, diff_inputs)
     return True
+
+
+_UNDEFINED = (
+    "Expected all input grads to be undefined or zero when all output grads are undefined "
+    'or zero. Please look at "Notes about undefined output gradients" in '
+    '"tools/autograd/derivatives.yaml"'
+)
+
+
+def _zero_grad_outputs(outputs: list[Tensor], diff_inputs: list[Tensor], message: str) -> None:
+    """PyTorch's check that a zero gradient for every output gives zero input gradients
+    (a custom backward that ignores its grad_output fails here)."""
+    zeros = [Tensor._make(np.zeros_like(o.data_)) for o in outputs]
+    with _muted():
+        gs = engine.grad(outputs, diff_inputs, zeros, allow_unused=True)
+    for g in gs:
+        if g is not None and np.any(g.data_ != 0):
+            raise GradcheckError(message)
+
+
+def _undefined_grad_outputs(
+    func: Callable[..., Any], tupled: tuple[Any, ...], diff_inputs: list[Tensor]
+) -> None:
+    """PyTorch's check of undefined output gradients (which reach a custom backward as
+    zeros): with all of them undefined, then, for several outputs, one at a time. Each
+    case runs the function again, as PyTorch does (a script printing in its forward or
+    backward prints as often)."""
+    cases = [_outputs_of(func(*tupled))]
+    cases[0] = [o for o in cases[0] if o._requires_grad]
+    if len(cases[0]) > 1:
+        for _ in range(len(cases[0])):
+            cases.append([o for o in _outputs_of(func(*tupled)) if o._requires_grad])
+    for outs in cases:
+        _zero_grad_outputs(outs, diff_inputs, _UNDEFINED)
 
 
 def _numerical_jacobian(
@@ -294,6 +339,7 @@ def gradgradcheck(
         rtol=rtol,
         raise_exception=raise_exception,
         nondet_tol=nondet_tol,
+        check_undefined_grad=check_undefined_grad,
     )
 
 
@@ -348,11 +394,52 @@ def recording() -> Iterator[None]:
             node.__dict__[_REC] = _Rec(tuple(args), {k: _wide_param(v) for k, v in params.items()})
         return out
 
+    custom_original = custom.Function.__dict__["apply"]
+    custom_apply = custom_original.__func__
+
+    def recording_custom_apply(cls: type[custom.Function], *args: Any, **kwargs: Any) -> Any:
+        out = custom_apply(cls, *args, **kwargs)
+        outs = out if type(out) is tuple else (out,)
+        node = next(
+            (o._grad_fn for o in outs if isinstance(o, Tensor) and o._grad_fn is not None), None
+        )
+        if isinstance(node, custom.BackwardCFunction) and _REC not in node.__dict__:
+            inputs, _ = custom.bind_inputs(cls, args, kwargs)
+            edge_args: list[np.ndarray | None] = []
+            template = []
+            edges = iter(node.next_functions)
+            for a in inputs:
+                if isinstance(a, Tensor):
+                    nxt = next(edges)[0]
+                    from_node = nxt is not None and not isinstance(nxt, AccumulateGrad)
+                    edge_args.append(None if from_node else _wide(a.data_))
+                    template.append(_TENSOR)
+                else:
+                    template.append(a)
+            node.__dict__[_REC] = _Rec(tuple(edge_args), {_CUSTOM: (cls, tuple(template))})
+        return out
+
     Function.apply = classmethod(recording_apply)  # type: ignore[method-assign,assignment]
+    custom.Function.apply = classmethod(recording_custom_apply)  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
         Function.apply = original  # type: ignore[method-assign]
+        custom.Function.apply = custom_original  # type: ignore[method-assign]
+
+
+# A custom autograd.Function's node keeps its class and its forward's arguments (tensor
+# positions marked) under this key of its _Rec params, and runs again through `apply`.
+_CUSTOM = "\0custom"
+_TENSOR = object()
+
+
+def _custom_call(rec: _Rec, tensors: list[Tensor]) -> tuple[Any, ...]:
+    """Run a custom Function again (its `apply`) on new values of its tensor inputs."""
+    cls, template = rec.params[_CUSTOM]
+    it = iter(tensors)
+    out = cls.apply(*[next(it) if a is _TENSOR else a for a in template])
+    return out if type(out) is tuple else (out,)
 
 
 class Unreplayable(Exception):
@@ -548,6 +635,9 @@ class Replay:
                             args.append(shifted(Tensor._make(snap), (id(nxt), 0)))
                         else:
                             args.append(shifted(tens[nxt][nr], (id(nxt), nr)))
+                    if _CUSTOM in rec.params:  # copies: its forward may change them in place
+                        tens[node] = _custom_call(rec, [ops.clone(a) for a in args])
+                        continue
                     out = type(node).apply(*args, **rec.params)
                     tens[node] = tuple(out) if type(node).multi_output else (out,)
                 roots: list[Tensor] = []
@@ -578,6 +668,17 @@ def _inner_node(node: Node) -> Node | None:
 
 
 def _call_forward(node: Node, rec: _Rec, args: list[np.ndarray | None]) -> tuple[np.ndarray, ...]:
+    if _CUSTOM in rec.params:
+        prev = grad_mode.state.enabled
+        grad_mode.state.enabled = False
+        try:
+            with np.errstate(all="ignore"):
+                outs = _custom_call(rec, [Tensor._make(np.array(a, copy=True)) for a in args])
+        except Exception as exc:
+            raise Unreplayable(f"{node.name()} could not run again: {exc}") from exc
+        finally:
+            grad_mode.state.enabled = prev
+        return tuple(_as_f64(o) if isinstance(o, Tensor) else None for o in outs)
     cls = type(node)
     ctx = cls.__new__(cls)
     ctx.saved = ()

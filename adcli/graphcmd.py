@@ -3,9 +3,12 @@
 Which tensor: `--var NAME` (a tensor, or a list/tuple of tensors, bound to NAME
 when the script ends); by default the roots of the last backward()/grad() call
 the script made, else the last tensor with a grad_fn that the script assigned
-to a variable. Formats: a terminal tree, Graphviz DOT, Mermaid, and SVG drawn
-by Graphviz's `dot` program when it is installed. All four are stable from run
-to run (node ids in creation order, sorted edges), so they can be golden-tested.
+to a variable. Every node is labelled with its value and gradient, as
+micrograd's draw_dot does (the shape and norms for big tensors). Formats: a
+terminal tree, Graphviz DOT, Mermaid, and SVG, PNG or PDF drawn by Graphviz's
+`dot` program when it is installed (never text in a file named like an image).
+The text formats are stable from run to run (node ids in creation order, sorted
+edges), so they can be golden-tested.
 
 Exit status as `adcli run`: 0 drawn, 1 the script failed (the graph is still
 drawn when there is one) or SVG could not be made, 2 usage errors (an unknown
@@ -21,15 +24,27 @@ import sys
 from dataclasses import dataclass
 from typing import IO, Any
 
-FORMATS = ("tree", "dot", "mermaid", "svg")
+FORMATS = ("tree", "dot", "mermaid", "svg", "png", "pdf")
+#: formats drawn by Graphviz's dot; png and pdf are binary
+IMAGE_FORMATS = ("svg", "png", "pdf")
 
 # -o FILE picks the format when --format is not given
-_SUFFIXES = {".svg": "svg", ".dot": "dot", ".gv": "dot", ".mmd": "mermaid", ".mermaid": "mermaid"}
+_SUFFIXES = {
+    ".svg": "svg",
+    ".png": "png",
+    ".pdf": "pdf",
+    ".dot": "dot",
+    ".gv": "dot",
+    ".mmd": "mermaid",
+    ".mermaid": "mermaid",
+}
+# image files adcli cannot draw: refused rather than filled with text
+_OTHER_IMAGES = (".jpg", ".jpeg", ".gif", ".bmp", ".webp", ".tif", ".tiff", ".eps", ".ps")
 
 INSTALL_HINT = (
-    "--format svg needs Graphviz's 'dot' program, which is not installed; install it "
-    "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz; others: "
-    "https://graphviz.org/download/) or write DOT text with --format dot"
+    "drawing SVG, PNG or PDF needs Graphviz's 'dot' program, which is not installed; "
+    "install it (Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz; "
+    "others: https://graphviz.org/download/) or write DOT text with --format dot"
 )
 
 
@@ -43,6 +58,7 @@ class GraphOptions:
     full: bool = False  # no folding of long chains in the tree
     debug: bool = False
     display_name: str | None = None
+    force: bool = False  # overwrite an existing output file (never through a symbolic link)
 
 
 class UsageError(Exception):
@@ -50,14 +66,26 @@ class UsageError(Exception):
 
 
 def resolve_format(opts: GraphOptions) -> str:
-    """The format to draw in; raises UsageError for an unknown one."""
+    """The format to draw in; raises UsageError for an unknown one, and for text
+    (tree, DOT, Mermaid) or an image format into a file named as another image."""
+    suffix = os.path.splitext(opts.output or "")[1].lower() if opts.output != "-" else ""
+    if suffix in _OTHER_IMAGES:
+        raise UsageError(f"cannot draw '{opts.output}': adcli draws images as .svg, .png or .pdf")
     fmt = opts.format
     if fmt is None:
-        suffix = os.path.splitext(opts.output or "")[1].lower()
         return _SUFFIXES.get(suffix, "tree")
     fmt = fmt.lower()
     if fmt not in FORMATS:
-        raise UsageError(f"unknown format '{opts.format}' (choose tree, dot, mermaid or svg)")
+        raise UsageError(
+            f"unknown format '{opts.format}' (choose tree, dot, mermaid, svg, png or pdf)"
+        )
+    named = _SUFFIXES.get(suffix)
+    if named in IMAGE_FORMATS and named != fmt:
+        raise UsageError(
+            f"--format {fmt} does not write {'an' if named == 'svg' else 'a'} "
+            f"{named.upper()} image; "
+            f"name the file .{fmt if fmt in IMAGE_FORMATS else 'txt'} or use --format {named}"
+        )
     return fmt
 
 
@@ -67,6 +95,10 @@ def graph_path(path: str, opts: GraphOptions) -> int:
         fmt = resolve_format(opts)
     except UsageError as e:
         sys.stderr.write(f"adcli: error: {e}\n")
+        return 2
+    problem = output_problem(opts)
+    if problem is not None:
+        sys.stderr.write(f"adcli: error: {problem}\n")
         return 2
     from .runner import ScriptUnreadable, read_script
 
@@ -112,33 +144,87 @@ def graph_text(
         err.write(f"adcli: error: {e}\n")
         return 2
     try:
-        drawing = draw(target, fmt, full=opts.full)
+        drawing = draw(target, fmt, full=opts.full, values=session.tracker.values())
     except UsageError as e:
         err.write(f"adcli: error: {e}\n")
         return 1
     if opts.output is None or opts.output == "-":
+        if isinstance(drawing, bytes):
+            return _write_binary(drawing, fmt, out, err)
         out.write(drawing)
         if hasattr(out, "flush"):
             out.flush()
     else:
-        try:
-            with open(opts.output, "w", encoding="utf-8") as f:
-                f.write(drawing)
+        from .safefiles import Refused, write_file
+
+        try:  # text, or PNG and PDF bytes; never through a symbolic link
+            write_file(opts.output, drawing, overwrite=opts.force)
+        except Refused as e:
+            err.write(f"adcli: error: {e}\n")
+            return 1
+        except FileExistsError:
+            err.write(f"adcli: error: {_exists(opts.output)}\n")
+            return 1
         except OSError as e:
             err.write(f"adcli: error: cannot write '{opts.output}': {e.strerror or e}\n")
             return 1
     return code
 
 
+def _exists(path: str) -> str:
+    return f"'{path}' exists; use --force to overwrite it"
+
+
+def output_problem(opts: GraphOptions) -> str | None:
+    """Why `-o` cannot be written, checked before the script runs (None: it can)."""
+    if opts.output is None or opts.output == "-":
+        return None
+    from .safefiles import link_problem
+
+    problem = link_problem(opts.output)
+    if problem is not None:
+        return problem
+    if os.path.lexists(opts.output) and not opts.force:
+        return _exists(opts.output)
+    return None
+
+
+def _write_binary(data: bytes, fmt: str, out: IO[str], err: IO[str]) -> int:
+    """PNG or PDF to standard output: only into a pipe or file, never a terminal."""
+    buffer = getattr(out, "buffer", None)
+    isatty = getattr(out, "isatty", None)
+    if buffer is None or (isatty is not None and isatty()):
+        err.write(
+            f"adcli: error: --format {fmt} is binary and is not written to a terminal; "
+            f"write it to a file with -o FILE.{fmt}\n"
+        )
+        return 2
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
+    return 0
+
+
 class _Tracker:
-    """What the run leaves behind for the default target."""
+    """What the run leaves behind for the default target and the labels."""
 
     def __init__(self) -> None:
         self.last_roots: list[Any] | None = None
         self.last_assigned: Any = None
+        # the gradients that flowed into each node in the last backward pass
+        self.flowed: dict[Any, Any] = {}
+        self.ran = False
 
     def on_event(self, event: Any, span: Any, call_text: str | None) -> None:
         self.last_roots = list(event.roots)
+        self.flowed = {e.node: e.grads for e in event.entries}
+        self.ran = True
+
+    def values(self) -> Any:
+        """The labels' values and gradients (render.tree.Values)."""
+        from .render.tree import Values
+
+        return Values(self.flowed, self.ran)
 
 
 def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None]:
@@ -203,39 +289,45 @@ def _target(session: Any, var: str | None) -> Any:
     )
 
 
-def draw(target: Any, fmt: str, *, full: bool = False) -> str:
-    """The drawing of `target` in `fmt`; raises UsageError when SVG cannot be made."""
+def draw(target: Any, fmt: str, *, full: bool = False, values: Any = None) -> str | bytes:
+    """The drawing of `target` in `fmt` (bytes for PNG and PDF), its nodes labelled with
+    `values` (render.tree.Values) when given; raises UsageError when dot is missing."""
     from .provenance import label_of
     from .render.tree import graph_dot, graph_mermaid, graph_tree
 
     if fmt == "tree":
-        return graph_tree(target, label_of, full=full)
+        return graph_tree(target, label_of, full=full, values=values)
     if fmt == "mermaid":
-        return graph_mermaid(target, label_of)
-    dot = graph_dot(target, label_of)
+        return graph_mermaid(target, label_of, values)
+    dot = graph_dot(target, label_of, values)
     if fmt == "dot":
         return dot
-    return render_svg(dot)
+    image = render_image(dot, fmt)
+    return image.decode("utf-8") if fmt == "svg" else image
 
 
 def render_svg(dot_text: str) -> str:
     """SVG drawn by Graphviz's `dot` from DOT text."""
+    return render_image(dot_text, "svg").decode("utf-8")
+
+
+def render_image(dot_text: str, fmt: str) -> bytes:
+    """The image (`svg`, `png` or `pdf`) Graphviz's `dot` draws from DOT text."""
     exe = shutil.which("dot")
     if exe is None:
         raise UsageError(INSTALL_HINT)
     try:
         done = subprocess.run(
-            [exe, "-Tsvg"],
-            input=dot_text,
+            [exe, f"-T{fmt}"],
+            input=dot_text.encode("utf-8"),
             capture_output=True,
-            text=True,
             timeout=120,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise UsageError(f"Graphviz's dot failed: {e}") from e
-    if done.returncode != 0:
-        msg = done.stderr.strip().splitlines()
+    if done.returncode != 0 or not done.stdout:
+        msg = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise UsageError(
             f"Graphviz's dot failed (exit {done.returncode})" + (f": {msg[0]}" if msg else "")
         )

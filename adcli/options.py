@@ -25,6 +25,7 @@ class RunOptions:
     environment variable is set to a non-empty value.
     `all_reports`/`report_every` undo the folding of repeated reports (see
     `adcli.render.folding`).
+    `timeout`, `max_memory` and `in_process` matter only to `runner.run_path`.
     `display_name` is the name messages give the script (`File "x.ad", line 3`);
     None means the path as given. The golden tests set it to the file's name so
     that the expected text does not depend on the directory the tests run from.
@@ -45,6 +46,14 @@ class RunOptions:
     # first and the last (`--all-reports` prints each; `--report-every N` every Nth).
     all_reports: bool = False
     report_every: int | None = None
+    # `--html FILE`: also write every report to one self-contained page (adcli.render.html)
+    html: str | None = None
+    # `adcli run` runs the script in a child process with these budgets (see
+    # `adcli.isolation`): wall-clock seconds and bytes of memory, None for no limit.
+    # `in_process` runs it in this process instead, without budgets.
+    timeout: float | None = 60.0
+    max_memory: int | None = 4 * 1024**3
+    in_process: bool = False
 
     def use_color(self, stream: IO[str] | None = None) -> bool:
         """Whether to write colour codes to `stream` (default: sys.stdout)."""

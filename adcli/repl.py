@@ -257,10 +257,18 @@ class Repl:
     (diagnostics, warnings). It never reads input itself.
     """
 
-    def __init__(self, options: RunOptions, out: IO[str], err: IO[str]) -> None:
+    def __init__(
+        self, options: RunOptions, out: IO[str], err: IO[str], *, commands: bool = True
+    ) -> None:
         self.options = options
         self.out = out
         self.err = err
+        # Meta-commands read and write files: `main` obeys them only from a terminal
+        # (or with --commands), so a piped `.save ~/.bashrc` does nothing.
+        self.commands = commands
+        # Asks the user a yes/no question (`.save` over an existing file); None: no one
+        # to ask, so the answer is no.
+        self.confirm: Callable[[str], bool] | None = None
         self._console: Any = None
         self.broken = False  # stdout is a pipe whose reader has gone: stop
         self.session: Any = None
@@ -584,6 +592,13 @@ class Repl:
         """Run a `.command`; False means: leave."""
         name, _, arg = line.partition(" ")
         arg = arg.strip()
+        if not self.commands:
+            shown = line if len(line) <= 60 else line[:57] + "..."
+            self._error(
+                f"ignored {shown!r}: dot-commands are obeyed only from a terminal "
+                "(adcli repl --commands obeys them in piped input)"
+            )
+            return True
         handler = {
             ".help": self._cmd_help,
             ".vars": self._cmd_vars,
@@ -747,10 +762,24 @@ class Repl:
         if not arg:
             self._error("usage: .save FILE")
             return
+        from .safefiles import Refused, write_file
+
         text = self.script()
-        try:
-            with open(os.path.expanduser(arg), "w", encoding="utf-8") as f:
-                f.write(text)
+        path = os.path.expanduser(arg)
+        overwrite = False
+        if os.path.isdir(path) and not os.path.islink(path):
+            self._error(f"cannot write {arg!r}: it is a directory")
+            return
+        if os.path.lexists(path) and not os.path.islink(path):
+            if self.confirm is None or not self.confirm(f"{arg} exists; overwrite it? [y/N] "):
+                self._error(f"not saved: {arg!r} exists (.save overwrites only when you confirm)")
+                return
+            overwrite = True
+        try:  # never through a symbolic link; never over a file without asking
+            write_file(path, text, overwrite=overwrite)
+        except Refused as e:
+            self._error(str(e))
+            return
         except OSError as e:
             self._error(f"cannot write {arg!r}: {e.strerror or e}")
             return
@@ -880,10 +909,15 @@ def run_stream(repl: Repl, stream: IO[str], prompts: IO[str] | None = None) -> i
     return 0
 
 
-def main(options: RunOptions, *, history: bool = True) -> int:
-    """`adcli repl`: the line editor on a terminal, else statements from stdin."""
+def main(options: RunOptions, *, history: bool = True, commands: bool = False) -> int:
+    """`adcli repl`: the line editor on a terminal, else statements from stdin.
+
+    Meta-commands are obeyed from a terminal; in piped input only with `commands`.
+    """
     stdin, stdout = sys.stdin, sys.stdout
-    repl = Repl(options, stdout, sys.stderr)
+    repl = Repl(options, stdout, sys.stderr, commands=commands or _isatty(stdin))
+    if _isatty(stdin):
+        repl.confirm = _ask
     try:
         if _isatty(stdin) and _isatty(stdout):
             try:
@@ -901,6 +935,17 @@ def main(options: RunOptions, *, history: bool = True) -> int:
                 os.dup2(devnull, stdout.fileno())
             except (OSError, ValueError, AttributeError):
                 pass
+
+
+def _ask(question: str) -> bool:
+    """A yes/no question on the terminal; anything but y/yes is no."""
+    try:
+        sys.stderr.write(question)
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+    except (KeyboardInterrupt, EOFError, OSError):
+        return False
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _isatty(stream: Any) -> bool:

@@ -16,7 +16,7 @@ from typing import IO, Any
 from .errors import SCRIPT_ERROR, AdError, format_diagnostic
 from .options import RunOptions
 
-__all__ = ["RunOptions", "run_path", "capture", "run_text"]
+__all__ = ["RunOptions", "run_path", "capture", "run_text", "run_streams", "run_isolated"]
 
 
 class _Streams:
@@ -69,29 +69,119 @@ class ScriptUnreadable(Exception):
 
 def read_script(path: str) -> tuple[str, str]:
     """The script text at `path` (`-` for stdin) and the name messages use for it."""
+    from .lang.limits import MAX_SCRIPT_CHARS
+
+    # No more than the parser accepts (plus one character, so it can say so).
     try:
         if path == "-":
-            return sys.stdin.read(), "<stdin>"
+            return sys.stdin.read(MAX_SCRIPT_CHARS + 1), "<stdin>"
         with open(path, encoding="utf-8") as f:
-            return f.read(), path
+            return f.read(MAX_SCRIPT_CHARS + 1), path
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise ScriptUnreadable(f"cannot read '{path}': {reason}") from None
 
 
 def run_path(path: str, options: RunOptions) -> int:
-    """Run the script at `path` (`-` for stdin); returns the exit status."""
+    """Run the script at `path` (`-` for stdin); returns the exit status.
+
+    The script runs in a child process under `options.timeout`/`options.max_memory`
+    (see `adcli.isolation`), unless `options.in_process` or the platform cannot fork.
+    """
     try:
         text, name = read_script(path)
     except ScriptUnreadable as e:
         sys.stderr.write(f"adcli: error: {e}\n")
         return 2
-    streams = _Streams(_PipeGuard(sys.stdout), _PipeGuard(sys.stderr))  # type: ignore[arg-type]
+    name = options.display_name or name
+    from . import isolation
+
+    if options.in_process or not isolation.available():
+        return _run_here(text, name, options, sys.stdout, sys.stderr)
+    return run_isolated(text, name, options, sys.stdout, sys.stderr)
+
+
+def run_isolated(text: str, name: str, options: RunOptions, out: IO[str], err: IO[str]) -> int:
+    """Run script `text` in a child process with the options' budgets, writing to
+    `out`/`err` (inherited by the child when they are real files, else relayed).
+    A budget that runs out, or a crash, ends in one `adcli: error:` line and exit 1."""
+    from dataclasses import replace
+
+    from . import isolation
+
+    # The parent's terminal decides colour and width; the child may not see it.
+    width = options.width
+    if width is None and _isatty(out):
+        width = options.resolve_width(out)
+    options = replace(options, color=options.use_color(out), width=width)
+    budget = isolation.Budget(
+        timeout=options.timeout or None, max_memory=options.max_memory or None
+    )
+    direct = (
+        out is sys.stdout and err is sys.stderr and isolation.has_fd(out) and isolation.has_fd(err)
+    )
+
+    def body(child_out: IO[str], child_err: IO[str]) -> int:
+        code, out_of_memory = run_streams(text, name, options, child_out, child_err)
+        return isolation.EXIT_OUT_OF_MEMORY if out_of_memory else code
+
+    result = isolation.run_isolated(
+        body,
+        budget,
+        mode="inherit" if direct else "relay",
+        out=out,
+        err=err,
+        debug=options.debug,
+        prepare=_preload,
+    )
+    if result.reason is None:
+        return result.code
+    if options.json:
+        from .render.jsonout import dumps
+
+        error = {"kind": "LimitError", "message": result.message, "line": None, "column": None}
+        obj = {"ok": False, "stdout": "", "variables": {}, "events": [], "error": error}
+        _write_safely(out, dumps(obj) + "\n")
+    _write_safely(err, f"adcli: error: {result.message}\n")
+    return result.code
+
+
+def _write_safely(stream: IO[str], text: str) -> None:
     try:
-        return run_text(text, options.display_name or name, options, streams)
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _preload() -> None:
+    """Import the engine before the child's memory budget is set (see isolation)."""
+    from . import session  # noqa: F401 - NumPy, Lark, the engine
+
+
+def _run_here(text: str, name: str, options: RunOptions, out: IO[str], err: IO[str]) -> int:
+    """Run script `text` in this process (no budgets)."""
+    return run_streams(text, name, options, out, err)[0]
+
+
+def run_streams(
+    text: str, name: str, options: RunOptions, out: IO[str], err: IO[str]
+) -> tuple[int, bool]:
+    """Run `text` to the given streams, ending quietly when the reader goes away;
+    (exit status, whether it ran out of memory)."""
+    streams = _Streams(_PipeGuard(out), _PipeGuard(err))  # type: ignore[arg-type]
+    try:
+        return _run(text, name, options, streams)
     except _OutputClosed:
         _silence_stdout()
-        return SCRIPT_ERROR
+        return SCRIPT_ERROR, False
 
 
 def capture(path: str, options: RunOptions) -> tuple[str, int]:
@@ -104,7 +194,12 @@ def capture(path: str, options: RunOptions) -> tuple[str, int]:
 
 
 def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> int:
-    """Run script `text` (called `name` in messages) writing to `streams`."""
+    """Run script `text` (called `name` in messages) writing to `streams`, in this process."""
+    return _run(text, name, options, streams)[0]
+
+
+def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[int, bool]:
+    """`run_text`, and whether the script failed for lack of memory."""
     from .autograd import engine
     from .session import Hooks, Output, Session, SessionOptions
 
@@ -112,6 +207,7 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
     stdout_parts: list[str] = []
     events: list[dict[str, Any]] = []
     reporter = _Reporter(options, streams) if not (options.quiet or json_mode) else None
+    html = _html_collector(options, name, text)  # --html FILE: every report on one page
     # adcli.symbolic: formulas, for --symbolic and for scripts that call formula()
     tracker = None
     if options.symbolic or "formula" in text:
@@ -120,6 +216,8 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
         tracker = Tracker(eager=options.symbolic and reporter is not None)
 
     def out(s: str) -> None:
+        if html is not None:
+            html.write_output(s)
         if json_mode:
             stdout_parts.append(s)
         else:
@@ -142,10 +240,17 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
             events.append(report_to_json(build_report(event, line=line, call_text=call_text)))
         elif reporter is not None:
             reporter.event(event, line, call_text, tracker if options.symbolic else None)
+        if html is not None:
+            html.event(event, line, call_text, tracker)
 
     def on_show(tensors: list[Any], span: Any) -> None:
         if reporter is not None:
             reporter.show(tensors, span, session)
+        if html is not None:
+            line = span.line if span is not None else None
+            source = session.source
+            text = source.line_text(line).strip() if line and source is not None else None
+            html.show(tensors, line, text)
 
     def on_graph(t: Any, span: Any) -> None:
         from .provenance import label_of
@@ -171,7 +276,7 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
     session = Session(Output(out, err), hooks, sess_opts)
     # A quiet run reads no per-node trace; graphs have no reference cycles, so the
     # cyclic collector only slows graph building down: run it rarely.
-    engine.record_trace = not (options.quiet and not json_mode)
+    engine.record_trace = not (options.quiet and not json_mode) or html is not None
     gc_thresholds = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
     try:
@@ -179,7 +284,7 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
         if internal is not None:  # an adcli bug, not a script error
             err(f"adcli: internal error: {internal} (run with --debug for the traceback)\n")
             session.dispose()
-            return SCRIPT_ERROR
+            return SCRIPT_ERROR, internal == "MemoryError" or "_ArrayMemoryError" in internal
     finally:
         gc.set_threshold(*gc_thresholds)
         engine.record_trace = True
@@ -188,10 +293,26 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
         if tracker is not None:
             tracker.close()
     session.close()
+    page_failed = False  # --html FILE could not be written: exit 1 after the output
+    if html is not None:
+        problem = html.finish(options.html, format_diagnostic(error) if error else None)
+        if problem is not None:
+            err(f"adcli: error: {problem}\n")
+            page_failed = True
+    out_of_memory = error is not None and _out_of_memory(getattr(error, "original", None))
     try:
-        return _finish(session, error, options, streams, stdout_parts, events)
+        code = _finish(session, error, options, streams, stdout_parts, events)
+        return (SCRIPT_ERROR if page_failed else code), out_of_memory
     finally:
         session.dispose()
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    """Whether `exc` is an allocation that failed (the memory budget), as opposed to
+    one of adcli's own size limits, which raise a MemoryError that says which."""
+    if not isinstance(exc, MemoryError):
+        return False
+    return type(exc) is not MemoryError or not exc.args  # NumPy's, or the interpreter's
 
 
 def _finish(
@@ -226,6 +347,17 @@ def _finish(
             streams.err.write(f"note: {note}\n")
         return SCRIPT_ERROR
     return 0
+
+
+def _html_collector(options: RunOptions, name: str, text: str) -> Any:
+    """The gatherer of reports for `--html FILE` (None without the option)."""
+    if options.html is None:
+        return None
+    from .render.html import HtmlCollector
+
+    return HtmlCollector(
+        name, text, fold=not options.all_reports, every=options.report_every, full=options.full
+    )
 
 
 def _error_json(e: AdError) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .autograd import config as engine_config
 from .autograd import engine, grad_mode
+from .autograd import graph as autograd_graph
 from .autograd import random as rng
 from .autograd.engine import BackwardEvent
 from .autograd.node import SavedTensorError
@@ -112,12 +113,16 @@ class Session:
     # ------------------------------------------------------------ running
     def _reset_engine(self) -> None:
         """Each session starts from PyTorch's fresh-process state."""
-        from . import anomaly
+        from . import anomaly, compat
+        from .autograd import forward_ad
 
         anomaly.reset()
+        compat.reset_state()  # default dtype, device and print options
         rng.default_generator.manual_seed(rng.DEFAULT_SEED)
         engine.warned.create_graph = False
-        grad_mode.state.enabled = True
+        grad_mode.reset()
+        autograd_graph.reset()
+        forward_ad.reset()  # no dual level left open by an earlier run
         engine_config.config.max_numel = self.options.max_numel
         engine_config.config.warn = self._warn
         engine.listeners[:] = [self._on_backward]
@@ -194,8 +199,15 @@ class Session:
         mod = self.modules.get(dotted)
         if mod is None:
             if dotted.split(".")[0] == "torch":
-                raise ModuleNotFoundError(f"adcli does not support {dotted} yet")
-            raise ModuleNotFoundError(f"No module named '{dotted}'")
+                from .lang.pytorch_names import alternative
+
+                hint = alternative(dotted)
+                raise ModuleNotFoundError(
+                    f"adcli does not support {dotted}" + (f": {hint}" if hint else " yet")
+                )
+            from .pymodules import unsupported_module
+
+            raise ModuleNotFoundError(unsupported_module(dotted))
         return mod
 
     # ------------------------------------------------------------ hooks
@@ -300,11 +312,26 @@ class Session:
             self._pass_lines[event.pass_id] = span.line
         if self.hooks.on_event is None:
             return
+        self._label_parameters(span.line if span is not None else 0)
         text = None
         src = self.interp.current_source or self.source
         if span is not None and src is not None:
             text = self._text(src, span)
         self.hooks.on_event(event, span, text)
+
+    def _label_parameters(self, line: int) -> None:
+        """Name the parameters the script holds by their path (`model.fc.weight` for a
+        model's, `w` for a bare nn.Parameter), for the report. Parameters are made
+        inside the layers, where no assignment labels them; this runs before a report."""
+        from .nn import Module, Parameter
+
+        for var, v in list(self.interp.globals.items()):
+            if isinstance(v, Module) and not var.startswith("__"):
+                for pname, p in v.named_parameters():
+                    if p._label is None:
+                        self._attach(p, Label(f"{var}.{pname}", "", line))
+            elif type(v) is Parameter and v._label is None:
+                self._attach(v, Label(var, "", line))
 
     def explain(self, exc: BaseException | None) -> list[str]:
         """Beyond PyTorch's sentence: the script lines behind a saved-tensor error."""

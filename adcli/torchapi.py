@@ -7,12 +7,24 @@ import math
 from typing import Any
 
 from . import gradcheck as _gradcheck
+from . import nn as _nn
 
 # anomaly detection lives in adcli/anomaly.py (the engine checks each node while it is on)
 from .anomaly import detect_anomaly as _DetectAnomaly
 from .anomaly import is_anomaly_enabled
 from .anomaly import set_detect_anomaly as _Anomaly
-from .autograd import dtypes, engine, functional, grad_mode, ops, optim
+from .autograd import (
+    custom,
+    dtypes,
+    engine,
+    forward_ad,
+    func,
+    functional,
+    grad_mode,
+    graph,
+    ops,
+    optim,
+)
 from .autograd import random as rng
 from .autograd.tensor import Size, Tensor
 
@@ -27,7 +39,7 @@ TORCH_OPS = (
     "masked_fill softmax "
     "log_softmax logsumexp var std cumsum flip eq ne gt ge lt le "
     "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not "
-    "bmm addmm"
+    "bmm addmm dropout bilinear"
 ).split()
 
 FUNCTIONAL_OPS = (
@@ -135,84 +147,6 @@ def autograd_backward(
     engine.backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
 
 
-class _Loss:
-    """nn.MSELoss() and friends: callables wrapping the functional losses."""
-
-    __ad_attrs__ = frozenset({"reduction"})
-    fn: Any = None
-
-    def __init__(self, reduction: str = "mean", **kwargs: Any) -> None:
-        self.reduction = reduction
-        self.kwargs = kwargs
-
-    def __call__(self, input: Tensor, target: Tensor) -> Tensor:
-        return type(self).fn(input, target, reduction=self.reduction, **self.kwargs)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-
-class MSELoss(_Loss):
-    """Mean squared error loss object."""
-
-    fn = staticmethod(ops.mse_loss)
-
-
-class L1Loss(_Loss):
-    """Mean absolute error loss object."""
-
-    fn = staticmethod(ops.l1_loss)
-
-
-class BCELoss(_Loss):
-    """Binary cross-entropy loss object."""
-
-    fn = staticmethod(ops.binary_cross_entropy)
-
-
-class CrossEntropyLoss(_Loss):
-    """Cross-entropy loss object."""
-
-    fn = staticmethod(ops.cross_entropy)
-
-
-class NLLLoss(_Loss):
-    """Negative log-likelihood loss object."""
-
-    fn = staticmethod(ops.nll_loss)
-
-
-class _Activation:
-    """nn.ReLU() and friends."""
-
-    __ad_attrs__ = frozenset()
-    fn: Any = None
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return type(self).fn(x)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-
-class ReLU(_Activation):
-    """ReLU module."""
-
-    fn = staticmethod(ops.relu)
-
-
-class Sigmoid(_Activation):
-    """Sigmoid module."""
-
-    fn = staticmethod(ops.sigmoid)
-
-
-class Tanh(_Activation):
-    """Tanh module."""
-
-    fn = staticmethod(ops.tanh)
-
-
 def _dtype_names() -> dict[str, Any]:
     return {
         "float32": dtypes.float32,
@@ -250,6 +184,8 @@ def module_table() -> dict[str, dict[str, Any]]:
         enable_grad=grad_mode.enable_grad,
         set_grad_enabled=grad_mode.set_grad_enabled,
         is_grad_enabled=grad_mode.is_grad_enabled,
+        inference_mode=grad_mode.inference_mode,
+        is_inference_mode_enabled=grad_mode.is_inference_mode_enabled,
         Size=Size,
         pi=math.pi,
         e=math.e,
@@ -261,35 +197,47 @@ def module_table() -> dict[str, dict[str, Any]]:
         linalg="module:torch.linalg",
     )
     torch["relu"] = ops.relu
+    torch.update(ops.inplace_functions())  # torch.exp_(x) and friends
     functional_: dict[str, Any] = {name: getattr(ops, name) for name in FUNCTIONAL_OPS}
-    nn = {
-        "functional": "module:torch.nn.functional",
-        "MSELoss": MSELoss,
-        "L1Loss": L1Loss,
-        "BCELoss": BCELoss,
-        "CrossEntropyLoss": CrossEntropyLoss,
-        "NLLLoss": NLLLoss,
-        "ReLU": ReLU,
-        "Sigmoid": Sigmoid,
-        "Tanh": Tanh,
-    }
+    nn: dict[str, Any] = {"functional": "module:torch.nn.functional"}  # + adcli/nn's tables
     autograd = {
         "grad": engine.grad,
         "backward": autograd_backward,
         "functional": "module:torch.autograd.functional",
+        "graph": "module:torch.autograd.graph",
         "set_detect_anomaly": _Anomaly,
         "detect_anomaly": _DetectAnomaly,
         "is_anomaly_enabled": is_anomaly_enabled,
         "gradcheck": _gradcheck.gradcheck,
         "gradgradcheck": _gradcheck.gradgradcheck,
+        "Function": custom.Function,
+        "function": "module:torch.autograd.function",
+    }
+    # custom autograd Functions (adcli/autograd/custom.py)
+    autograd_function = {
+        "Function": custom.Function,
+        "FunctionCtx": custom.FunctionCtx,
+        "once_differentiable": custom.once_differentiable,
     }
     autograd_functional = {
         "jacobian": functional.jacobian,
         "hessian": functional.hessian,
         "vjp": functional.vjp,
+        "jvp": functional.jvp,
+        "vhp": functional.vhp,
         "hvp": functional.hvp,
     }
-    optim_ = {"SGD": optim.SGD, "Adam": optim.Adam}
+    autograd_graph = {
+        "saved_tensors_hooks": graph.saved_tensors_hooks,
+        "save_on_cpu": graph.save_on_cpu,
+        "Node": graph.Node,
+    }
+    optim_ = {
+        "SGD": optim.SGD,
+        "Adam": optim.Adam,
+        "RMSprop": optim.RMSprop,
+        "Adagrad": optim.Adagrad,
+    }
     linalg = {"norm": _linalg_norm, "vector_norm": _linalg_norm}
     math_ = {
         name: getattr(math, name)
@@ -298,16 +246,39 @@ def module_table() -> dict[str, dict[str, Any]]:
             "fabs pow isclose isnan isinf factorial"
         ).split()
     }
-    return {
+    tables = {
         "torch": torch,
         "torch.nn": nn,
         "torch.nn.functional": functional_,
         "torch.autograd": autograd,
         "torch.autograd.functional": autograd_functional,
+        "torch.autograd.graph": autograd_graph,
+        "torch.autograd.function": autograd_function,
         "torch.optim": optim_,
         "torch.linalg": linalg,
         "math": math_,
     }
+    # forward-mode AD (adcli/autograd/forward_ad.py) and torch.func (adcli/autograd/func.py)
+    autograd["forward_ad"] = "module:torch.autograd.forward_ad"
+    torch["func"] = "module:torch.func"
+    tables["torch.autograd.forward_ad"] = forward_ad.module_members()
+    tables["torch.func"] = func.module_members()
+    # torch.nn's modules, init, utils and parameter, and more functional names (adcli/nn)
+    for name, members in _nn.tables().items():
+        tables.setdefault(name, {}).update(members)
+    return _extend(tables)
+
+
+def _extend(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Merge in the legacy API (adcli/compat.py) and the Python modules scripts may
+    import (adcli/pymodules.py: math, random, numpy)."""
+    from . import compat, pymodules
+
+    for extra in (compat.legacy_tables(), pymodules.module_tables()):
+        for name, members in extra.items():
+            tables.setdefault(name, {}).update(members)
+    compat.wrap_factories(tables["torch"])
+    return tables
 
 
 def _linalg_norm(

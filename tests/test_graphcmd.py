@@ -24,23 +24,25 @@ n = 3
 pair = [y, z]
 """
 
+# every node labelled with its value and gradient, as micrograd's draw_dot does
 TREE = """\
-MulBackward0 → y  []
-├── SumBackward0 → s  []
-│   └── MulBackward0 → a  [2]
-│       ├── x  leaf  []
-│       └── w  leaf  [2]
-└── SumBackward0 → s  []  (see above)
+MulBackward0 → y  []  data 36.0000  grad 1.0000
+├── SumBackward0 → s  []  data 6.0000  grad 12.0000
+│   └── MulBackward0 → a  [2]  data [2.0000, 4.0000]  grad [12.0000, 12.0000]
+│       ├── x  leaf  []  data 2.0000  grad 36.0000
+│       └── w  leaf  [2]  data [1.0000, 2.0000]  grad [24.0000, 24.0000]
+└── SumBackward0 → s  []  data 6.0000  grad 12.0000  (see above)
 """
 
 DOT = """\
 digraph adcli {
   node [shape=box, style="filled,rounded", fontname="monospace", fontsize=10];
-  n0 [label="x\\n[]", fillcolor=lightblue];
-  n1 [label="w\\n[2]", fillcolor=lightblue];
-  n2 [label="MulBackward0\\na\\n[2]", fillcolor=lightgrey];
-  n3 [label="SumBackward0\\ns\\n[]", fillcolor=lightgrey];
-  n4 [label="MulBackward0\\ny\\n[]", fillcolor=darkolivegreen1];
+  n0 [label="x\\ndata 2.0000\\ngrad 36.0000", fillcolor=lightblue];
+  n1 [label="w\\n[2]\\ndata [1.0000, 2.0000]\\ngrad [24.0000, 24.0000]", fillcolor=lightblue];
+  n2 [label="MulBackward0\\na\\n[2]\\ndata [2.0000, 4.0000]\\ngrad [12.0000, 12.0000]", \
+fillcolor=lightgrey];
+  n3 [label="SumBackward0\\ns\\ndata 6.0000\\ngrad 12.0000", fillcolor=lightgrey];
+  n4 [label="MulBackward0\\ny\\ndata 36.0000\\ngrad 1.0000", fillcolor=darkolivegreen1];
   n0 -> n2;
   n1 -> n2;
   n2 -> n3;
@@ -51,11 +53,11 @@ digraph adcli {
 
 MERMAID = """\
 flowchart TB
-  n0["x<br/>[]"]
-  n1["w<br/>[2]"]
-  n2["MulBackward0<br/>a<br/>[2]"]
-  n3["SumBackward0<br/>s<br/>[]"]
-  n4["MulBackward0<br/>y<br/>[]"]
+  n0["x<br/>data 2.0000<br/>grad 36.0000"]
+  n1["w<br/>[2]<br/>data [1.0000, 2.0000]<br/>grad [24.0000, 24.0000]"]
+  n2["MulBackward0<br/>a<br/>[2]<br/>data [2.0000, 4.0000]<br/>grad [12.0000, 12.0000]"]
+  n3["SumBackward0<br/>s<br/>data 6.0000<br/>grad 12.0000"]
+  n4["MulBackward0<br/>y<br/>data 36.0000<br/>grad 1.0000"]
   n0 --> n2
   n1 --> n2
   n2 --> n3
@@ -90,7 +92,11 @@ def test_default_without_backward_is_the_last_assigned_tensor_with_a_grad_fn():
     )
     code, out, _ = draw(text)
     assert code == 0
-    assert out == "SumBackward0 → q  []\n└── MulBackward0 → h  [2]\n    └── x  leaf  [2]\n"
+    assert out == (
+        "SumBackward0 → q  []  data 4.0000\n"
+        "└── MulBackward0 → h  [2]  data [2.0000, 2.0000]\n"
+        "    └── x  leaf  [2]  data [1.0000, 1.0000]  grad None\n"
+    )
 
 
 def test_default_after_grad_call_is_its_output():
@@ -100,21 +106,27 @@ def test_default_after_grad_call_is_its_output():
     )
     code, out, _ = draw(text)
     assert code == 0
-    assert out.splitlines()[0] == "PowBackward0 → f  []"
+    assert out.splitlines()[0] == "PowBackward0 → f  []  data 27.0000  grad 1.0000"
+    # autograd.grad does not fill .grad: the leaf says so
+    assert out.splitlines()[1] == "└── x  leaf  []  data 3.0000  grad None"
 
 
 def test_var_names_the_tensor():
     code, out, _ = draw(SCRIPT, var="z")
     assert code == 0
-    assert out == "ExpBackward0 → z  [2]\n└── MulBackward0 → (w * 3)  [2]\n    └── w  leaf  [2]\n"
-    assert draw(SCRIPT, var="x")[1] == "x  leaf  []\n"
+    assert out == (
+        "ExpBackward0 → z  [2]  data [20.0855, 403.4288]  grad None\n"
+        "└── MulBackward0 → (w * 3)  [2]  data [3.0000, 6.0000]  grad None\n"
+        "    └── w  leaf  [2]  data [1.0000, 2.0000]  grad [24.0000, 24.0000]\n"
+    )
+    assert draw(SCRIPT, var="x")[1] == "x  leaf  []  data 2.0000  grad 36.0000\n"
 
 
 def test_var_holding_a_list_of_tensors_draws_every_root():
     code, out, _ = draw(SCRIPT, var="pair")
     assert code == 0
-    assert out.startswith("MulBackward0 → y  []\n")
-    assert "ExpBackward0 → z  [2]" in out
+    assert out.startswith("MulBackward0 → y  []  data 36.0000  grad 1.0000\n")
+    assert "ExpBackward0 → z  [2]  data [20.0855, 403.4288]  grad None" in out
 
 
 def test_unknown_var_lists_the_tensor_variables():
@@ -174,13 +186,18 @@ def test_format_from_output_suffix(tmp_path: Path):
     assert graphcmd.resolve_format(GraphOptions(output="x.mmd")) == "mermaid"
     assert graphcmd.resolve_format(GraphOptions(output="x.svg")) == "svg"
     assert graphcmd.resolve_format(GraphOptions(output="x.txt")) == "tree"
-    assert graphcmd.resolve_format(GraphOptions(format="DOT", output="x.svg")) == "dot"
+    assert graphcmd.resolve_format(GraphOptions(format="DOT", output="x.dot")) == "dot"
+    # text never goes into a file named as an image (tests/test_graph_images.py)
+    with pytest.raises(graphcmd.UsageError, match="does not write an SVG image"):
+        graphcmd.resolve_format(GraphOptions(format="DOT", output="x.svg"))
 
 
 def test_unknown_format():
-    code, _, err = draw(SCRIPT, format="png")
+    code, _, err = draw(SCRIPT, format="gif")
     assert code == 2
-    assert err == "adcli: error: unknown format 'png' (choose tree, dot, mermaid or svg)\n"
+    assert err == (
+        "adcli: error: unknown format 'gif' (choose tree, dot, mermaid, svg, png or pdf)\n"
+    )
 
 
 def test_svg_without_graphviz_says_how_to_install(monkeypatch: pytest.MonkeyPatch):
@@ -266,7 +283,7 @@ def test_cli_graph_stdin(run_cli):
     [
         (["graph"], "missing argument"),
         (["graph", "nowhere.ad"], "cannot read"),
-        (["graph", "{script}", "--format", "png"], "unknown format 'png'"),
+        (["graph", "{script}", "--format", "gif"], "unknown format 'gif'"),
         (["graph", "{script}", "--var", "nope"], "no variable 'nope'"),
     ],
 )

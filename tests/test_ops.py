@@ -239,6 +239,19 @@ CASES: list[Case] = [
         (V([-1.0, 0.2, 0.4, 0.6, 2.0]),),
         ("Softplus",),
     ),
+    Case("gelu", lambda m, x: m.F.gelu(x), (S(5),), ("Gelu", "GeluBackward")),
+    Case(
+        "gelu_tanh", lambda m, x: m.F.gelu(x, approximate="tanh"), (S(5),), ("Gelu", "GeluBackward")
+    ),
+    Case("elu", lambda m, x: m.F.elu(x), (S(5),), ("Elu", "EluBackward")),
+    Case("elu_alpha", lambda m, x: m.F.elu(x, alpha=0.5), (S(2, 3),), ("Elu", "EluBackward")),
+    Case("silu", lambda m, x: m.F.silu(x), (S(5),), ("Silu",)),
+    Case(
+        "hardtanh",
+        lambda m, x: m.F.hardtanh(x, -1.0, 0.5) * x,
+        (V([-2.0, -0.5, 0.3, 0.8, 1.7]),),
+        ("Hardtanh", "HardtanhBackward"),
+    ),
     Case("clamp", lambda m, x: x.clamp(-0.5, 0.5), (S(6),), ("Clamp",)),
     Case("clamp_min", lambda m, x: x.clamp(min=0), (S(6),), ("Clamp",)),
     Case("clamp_max", lambda m, x: m.clamp(x, max=1), (S(6),), ("Clamp",)),
@@ -518,6 +531,30 @@ CASES: list[Case] = [
     Case("index_list", lambda m, x: x[[0, 2]], (S(3),), ("Index", "Embed")),
     Case("index_list_repeat", lambda m, x: x[[0, 0, 2]], (S(3),), ("Index", "Embed")),
     Case("index_mask", lambda m, x: x[x > 0], (S(5),), ("Index",)),
+    Case(
+        "embedding",
+        lambda m, w: m.F.embedding(m.tensor([[0, 2], [2, 2]]), w) ** 2,
+        (S(3, 2),),
+        ("Embedding", "EmbeddingDenseBackward"),
+    ),
+    Case(
+        "embedding_padding",
+        lambda m, w: m.F.embedding(m.tensor([1, 0, 1, 2]), w, padding_idx=1) ** 2,
+        (S(3, 2),),
+        ("Embedding", "EmbeddingDenseBackward"),
+    ),
+    Case(
+        "bilinear",
+        lambda m, a, b, w, c: m.F.bilinear(a, b, w, c),
+        (S(4, 2), S(4, 3), S(2, 2, 3), S(2)),
+        ("Trilinear", "View", "Add"),
+    ),
+    Case(
+        "bilinear_squared",
+        lambda m, a, b, w: m.F.bilinear(a, b, w) ** 2,
+        (S(2, 1, 2), S(2, 1, 3), S(2, 2, 3)),
+        ("Trilinear",),
+    ),
     Case("index_select_list", lambda m, x: x[0, [0, 2]], (S(2, 3),), ("Index",)),
     Case("index_tensor", lambda m, x: x[m.tensor([1, 0])], (S(2, 3),), ("Index",)),
     Case("index_ellipsis", lambda m, x: x[..., 0], (S(2, 3),), ("Select",)),
@@ -675,6 +712,31 @@ CASES: list[Case] = [
         ("BinaryCrossEntropy", "Sigmoid"),
     ),
     Case(
+        "bce_with_logits",
+        lambda m, x, t: m.F.binary_cross_entropy_with_logits(x, t),
+        (S(4), S(4, domain="unit", rg=False)),
+        ("BinaryCrossEntropyWithLogits", "Sigmoid", "Sub", "DivScalar"),
+    ),
+    Case(
+        "bce_with_logits_weights",
+        lambda m, x, t, w, pw: m.F.binary_cross_entropy_with_logits(
+            x, t, weight=w, pos_weight=pw, reduction="sum"
+        ),
+        (
+            S(2, 3),
+            S(2, 3, domain="unit"),
+            S(3, domain="pos", rg=False),
+            S(3, domain="pos", rg=False),
+        ),
+        ("BinaryCrossEntropyWithLogits", "Softplus"),
+    ),
+    Case(
+        "bce_with_logits_none",
+        lambda m, x, t: m.F.binary_cross_entropy_with_logits(x, t, reduction="none"),
+        (S(3), S(3, domain="unit")),
+        ("BinaryCrossEntropyWithLogits",),
+    ),
+    Case(
         "cross_entropy",
         lambda m, x: m.F.cross_entropy(x, m.tensor([0, 2])),
         (S(2, 3),),
@@ -807,6 +869,7 @@ NO_FD = {
     "floordiv",  # no derivative by design: backward raises, as in PyTorch
     "rfloordiv",
     "rremainder",
+    "embedding_padding",  # the padding row gets no gradient by design, as in PyTorch
 }
 # Functions whose backward raises by design (PyTorch's NotImplemented grad_fn)
 NO_DERIVATIVE = {"NotImplementedOp"}

@@ -671,5 +671,9 @@ def test_hundred_thousand_term_sum_parses_flat() -> None:
 
 
 def test_deeply_nested_parentheses_parse() -> None:
-    module = parse(Source("t.ad", "x = " + "(" * 50_000 + "1" + ")" * 50_000 + "\n"))
+    # 1,000 levels parse (flat); over 1,500 is refused before parsing (adcli.lang.limits)
+    module = parse(Source("t.ad", "x = " + "(" * 1_000 + "1" + ")" * 1_000 + "\n"))
     assert dump(module.body) == "(Assign((Name('x'),), Constant(1)),)"
+    with pytest.raises(ScriptSyntaxError) as info:
+        parse(Source("t.ad", "x = " + "(" * 50_000 + "1" + ")" * 50_000 + "\n"))
+    assert info.value.kind == "LimitError"

@@ -412,3 +412,52 @@ def test_get_attribute_directly() -> None:
         get_attribute(Tensorish(), "__dict__", guards)
     with pytest.raises(AttributeError):
         get_attribute(Tensorish(), "hidden", guards)
+
+
+class NodeLike:
+    """A host class listing one `_saved_*` name, as autograd nodes do."""
+
+    __ad_attrs__ = frozenset({"_saved_self", "name"})
+
+    def __init__(self) -> None:
+        self._saved_self = 1
+        self._saved_other = 2  # present, but not declared
+        self._secret = 3
+
+    def name(self) -> str:
+        return "NodeLike"
+
+
+def _run_with_node(code: str) -> str:
+    buf = io.StringIO()
+    host = Host(globals={"print": make_print(buf.write), "node": NodeLike()})
+    Interpreter(host).run(parse(Source("evil.ad", textwrap.dedent(code))))
+    return buf.getvalue()
+
+
+def test_declared_saved_names_are_the_only_underscore_exception() -> None:
+    assert _run_with_node("print(node._saved_self)\n") == "1\n"
+    for code, kind in [
+        ("node._saved_other\n", "SandboxError"),  # not declared by the class
+        ("node._secret\n", "SandboxError"),
+        ("node.__class__\n", "SandboxError"),
+        ("node._saved_self.__class__\n", "SandboxError"),
+        ("(1)._saved_self\n", "SandboxError"),  # int declares nothing
+        ("del node._saved_self\n", "SandboxError"),
+        ("node._saved_self = 5\n", "AttributeError"),  # read-only
+    ]:
+        with pytest.raises((ScriptRuntimeError, ScriptSyntaxError)) as info:
+            _run_with_node(code)
+        assert info.value.kind == kind, (code, info.value.message)
+
+
+def test_saved_attributes_of_real_nodes_are_readable_and_nothing_else() -> None:
+    from adcli.autograd import graph, ops  # noqa: F401 (graph installs the _saved_* names)
+
+    x = ops.tensor([1.0, 2.0], requires_grad=True)
+    node = (x * 3).grad_fn
+    guards = Guards(Limits())
+    assert get_attribute(node, "_saved_other", guards).item() == 3
+    for name in ("_saved_nothing", "_label", "_saved", "__dict__", "saved"):
+        with pytest.raises((AdError, AttributeError)):
+            get_attribute(node, name, guards)

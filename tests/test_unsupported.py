@@ -28,8 +28,9 @@ def run(text: str) -> tuple[int, str]:
             "u.ad:3:1: error: AttributeError: adcli does not support Tensor.cumprod yet",
         ),
         (
-            "import torch.nn.functional as F\nF.gelu\n",
-            "u.ad:2:1: error: AttributeError: adcli does not support torch.nn.functional.gelu yet",
+            "import torch.nn.functional as F\nF.softsign\n",
+            "u.ad:2:1: error: AttributeError: "
+            "adcli does not support torch.nn.functional.softsign yet",
         ),
         (
             "from torch import erfinv\n",
@@ -37,7 +38,8 @@ def run(text: str) -> tuple[int, str]:
         ),
         (
             "import torch.distributions\n",
-            "u.ad:1:1: error: ModuleNotFoundError: adcli does not support torch.distributions yet",
+            "u.ad:1:1: error: ModuleNotFoundError: adcli does not support torch.distributions: "
+            "use torch.randn, torch.rand and torch.randint for random numbers",
         ),
     ],
 )
@@ -56,7 +58,7 @@ def test_missing_pytorch_names_say_so(script: str, message: str) -> None:
             "AttributeError: module 'torch' has no attribute 'tensr'",
         ),
         ("x = ones(2)\nx.foo\n", "AttributeError: 'Tensor' object has no attribute 'foo'"),
-        ("import os\n", "ModuleNotFoundError: No module named 'os'"),
+        ("import foo_bar\n", "ModuleNotFoundError: No module named 'foo_bar' (adcli scripts"),
     ],
 )
 def test_names_pytorch_lacks_get_pythons_message(script: str, message: str) -> None:

@@ -65,9 +65,9 @@ def of_array(a: np.ndarray) -> DType:
 
 def scalar_category(v: object) -> int:
     """Category of a Python scalar: 0 bool, 1 int, 2 float."""
-    if isinstance(v, bool):
+    if isinstance(v, (bool, np.bool_)):
         return 0
-    if isinstance(v, int):
+    if isinstance(v, (int, np.integer)):
         return 1
     return 2
 

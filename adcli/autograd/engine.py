@@ -381,13 +381,18 @@ def _run(
                 continue
             if type(node) is AccumulateGrad:
                 grads, changed = _pre_hooks(node, grads)
+                accumulate = captured is None and (target_nodes is None or node in target_nodes)
+                if accumulate and node.pre_hooks:  # grad_fn hooks registered on the node
+                    grads, changed = _node_pre_hooks(node, grads, changed)
                 if trace:
                     entries.append(TraceEntry(node, tuple(grads), changed))
                 if captured is not None:
                     if grads[0] is not None:
                         captured[(id(node), 0)] = grads[0]
-                elif target_nodes is None or node in target_nodes:
+                elif accumulate:
                     _accumulate_grad(node, grads[0], create_graph)
+                    if node.pre_hooks:
+                        _post_hooks(node, (), grads)
                 continue
             # As PyTorch: autograd.grad captures an input's gradient before its tensor
             # hooks when the node has to run anyway (it leads to another input), after
@@ -540,9 +545,33 @@ def _node_pre_hooks(
             (fn,) = rest
             r = fn(tuple(grads))
             if r is not None:
-                grads = list(r)
+                grads = list(_hook_values(fn, r, len(grads)))
                 changed = True
     return grads, changed
+
+
+def _post_hooks(
+    node: Node, outs: Sequence[Tensor | None], grads: Sequence[Tensor | None]
+) -> Sequence[Tensor | None]:
+    """`grad_fn.register_hook` hooks: `fn(grad_inputs, grad_outputs)` after the node ran,
+    in registration order; a hook's non-None result replaces the grad_inputs."""
+    for hook in list(node.pre_hooks or ()):
+        if hook[0] == "post":
+            r = hook[1](tuple(outs), tuple(grads))
+            if r is not None:
+                outs = _hook_values(hook[1], r, len(outs))
+    return outs
+
+
+def _hook_values(fn: Callable[..., Any], r: Any, n: int) -> tuple[Tensor | None, ...]:
+    """A node hook's returned gradients, checked for their number as PyTorch does."""
+    values = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+    if len(values) != n:
+        raise RuntimeError(
+            f"hook '{_hook_name(fn)}' has returned an incorrect number of values "
+            f"(got {len(values)}, but expected {n})"
+        )
+    return values
 
 
 def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
@@ -580,9 +609,8 @@ def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         _apply_count_error(node, outs)
     if anomaly_check is not None:  # see the note at `anomaly_check` above
         anomaly_check(node, outs)
-    for hook in node.pre_hooks or ():
-        if hook[0] == "post":
-            hook[1](tuple(outs), tuple(grads))
+    if node.pre_hooks:
+        outs = _post_hooks(node, outs, grads)
     return outs
 
 

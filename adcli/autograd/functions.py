@@ -10,12 +10,14 @@ each input's dtype is done once, by the engine.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from . import ops
+from . import kernels32, ops
 from .node import Function
+from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor
 
 # Binary operands arrive already promoted by ops.py; `_d` reads an operand's
@@ -25,7 +27,7 @@ from .tensor import OVERLAP_MESSAGE, Tensor
 
 
 def _d(t: Tensor | float, dt: np.dtype) -> np.ndarray:
-    if type(t) is not Tensor:
+    if not isinstance(t, Tensor):
         return np.asarray(t, dt)
     a = t.data_
     return a if a.dtype == dt else a.astype(dt)
@@ -46,6 +48,20 @@ def _check_kept(ctx: Function) -> None:
     ctx.saved_tensors  # noqa: B018
 
 
+# A `jvp(ctx, ts, xs, r)` row (forward-mode AD, see forward_ad.py) gets the inputs'
+# tangents `ts` (None: zero), the inputs `xs` and the result `r`, and returns the
+# result's tangent (None: zero), in Tensor operations as backward does.
+
+
+def _lin(*terms: Tensor | None) -> Tensor | None:
+    """The sum of the tangent terms that are not None (zero), or None."""
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return out
+
+
 # ************************************************************ arithmetic
 
 
@@ -63,6 +79,10 @@ class Add(Function):
     def backward(ctx, g):
         return g, (g if ctx.alpha == 1 else g * ctx.alpha)
 
+    def jvp(ctx, ts, xs, r):
+        ta, tb = ts
+        return _lin(ta, _times(tb, ctx.alpha))
+
 
 class Sub(Function):
     """a - alpha * b"""
@@ -78,6 +98,10 @@ class Sub(Function):
     def backward(ctx, g):
         return g, (-g if ctx.alpha == 1 else g * -ctx.alpha)
 
+    def jvp(ctx, ts, xs, r):
+        ta, tb = ts
+        return _lin(ta, None if tb is None else (-tb if ctx.alpha == 1 else tb * -ctx.alpha))
+
 
 class Rsub(Function):
     """other - a, for a Python number `other` (`1 - x`)."""
@@ -89,6 +113,9 @@ class Rsub(Function):
 
     def backward(ctx, g):
         return (-g,)
+
+    def jvp(ctx, ts, xs, r):
+        return -ts[0]
 
 
 class Mul(Function):
@@ -104,6 +131,10 @@ class Mul(Function):
     def backward(ctx, g):
         b, a = ctx.saved_tensors
         return (g * b if b is not None else None), (g * a if a is not None else None)
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        return _lin(None if ta is None else ta * b, None if tb is None else tb * a)
 
 
 def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -127,6 +158,9 @@ class Remainder(Function):
     def backward(ctx, g):
         return (g,)
 
+    def jvp(ctx, ts, xs, r):
+        return ts[0]
+
 
 class RemainderTensor(Function):
     """a % b for two tensors; d/da = 1, d/db = -floor(a / b)"""
@@ -141,6 +175,10 @@ class RemainderTensor(Function):
         a, b = ctx.saved_tensors
         gb = -g * ops.div(a, b, rounding_mode="floor") if ctx.needs_input_grad[1] else None
         return g, gb
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        return _lin(ta, None if tb is None else -tb * ops.div(a, b, rounding_mode="floor"))
 
 
 class Div(Function):
@@ -158,6 +196,11 @@ class Div(Function):
         ga = g / b if ctx.needs_input_grad[0] else None
         gb = -g * ((a / b) / b) if a is not None else None
         return ga, gb
+
+    def jvp(ctx, ts, xs, r):
+        # (a' - b' * result) / b
+        (ta, tb), b = ts, xs[1]
+        return _lin(ta, None if tb is None else -(tb * r)) / b
 
 
 def rounded_div(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
@@ -188,6 +231,9 @@ class DivRounding(Function):
         need_a, need_b = ctx.needs_input_grad
         return (_zeros_like(g) if need_a else None), (_zeros_like(g) if need_b else None)
 
+    def jvp(ctx, ts, xs, r):
+        return _zeros_like(r)
+
 
 class NotImplementedOp(Function):
     """an operation PyTorch gives no derivative (`x // y`, a number % x): backward raises"""
@@ -206,6 +252,9 @@ class NotImplementedOp(Function):
     def backward(ctx, *grads):
         raise RuntimeError(f"derivative for {ctx.op} is not implemented")
 
+    def jvp(ctx, ts, xs, r):
+        raise NotImplementedError(f"derivative for {ctx.op} is not implemented")
+
 
 class DivScalar(Function):
     """a / number, as PyTorch's C++ code calls it (`DivBackward1`; Python's `x / 2`
@@ -222,6 +271,9 @@ class DivScalar(Function):
     def backward(ctx, g):
         return (DivScalar.apply(g, other=ctx.other),)
 
+    def jvp(ctx, ts, xs, r):
+        return DivScalar.apply(ts[0], other=ctx.other)
+
 
 class MulScalar(Function):
     """a * number, as PyTorch's C++ code calls it (`MulBackward1`; Python's `x * 2`
@@ -237,6 +289,9 @@ class MulScalar(Function):
     def backward(ctx, g):
         return (MulScalar.apply(g, other=ctx.other),)
 
+    def jvp(ctx, ts, xs, r):
+        return MulScalar.apply(ts[0], other=ctx.other)
+
 
 class AddScalar(Function):
     """a + number, as PyTorch's C++ code calls it (`AddBackward1`)"""
@@ -249,6 +304,9 @@ class AddScalar(Function):
 
     def backward(ctx, g):
         return (g,)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0]
 
 
 class Pow(Function):
@@ -267,6 +325,11 @@ class Pow(Function):
         if e == 0:
             return (_zeros_like(a),)
         return (g * (e * a ** (e - 1)),)
+
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        e = ctx.exponent
+        return _zeros_like(r) if e == 0 else t * (e * a ** (e - 1))
 
 
 def _pow_scalar(x: np.ndarray, e: Any) -> np.ndarray:
@@ -309,6 +372,12 @@ class PowTensor(Function):
             gb = g * ops.where((a == 0) & (b >= 0), 0.0, r * ops.log(a))
         return ga, gb
 
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        da = None if ta is None else ops.where(b == 0, 0.0, ta * (b * a ** (b - 1)))
+        db = None if tb is None else tb * ops.where((a == 0) & (b >= 0), 0.0, r * ops.log(a))
+        return _lin(da, db)
+
 
 class PowScalarBase(Function):
     """base ** b, for a Python number base (`2 ** x`)."""
@@ -327,6 +396,12 @@ class PowScalarBase(Function):
             return (ops.where(result == 0, 0.0, g * result * float("-inf")),)
         return (g * result * float(np.log(ctx.base)),)
 
+    def jvp(ctx, ts, xs, r):
+        t = ts[0]
+        if ctx.base == 0:
+            return ops.where(r == 0, 0.0, t * r * float("-inf"))
+        return t * r * float(np.log(ctx.base))
+
 
 class Neg(Function):
     """-a"""
@@ -338,6 +413,9 @@ class Neg(Function):
 
     def backward(ctx, g):
         return (-g,)
+
+    def jvp(ctx, ts, xs, r):
+        return -ts[0]
 
 
 class Reciprocal(Function):
@@ -353,6 +431,9 @@ class Reciprocal(Function):
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
         return (-g * r * r,)
+
+    def jvp(ctx, ts, xs, r):
+        return -ts[0] * r * r
 
 
 class Maximum(Function):
@@ -374,6 +455,12 @@ class Maximum(Function):
         gb = ops.masked_fill(shared, a > b, 0.0) if ctx.needs_input_grad[1] else None
         return ga, gb
 
+    def jvp(ctx, ts, xs, r):
+        # the tangent of the operand that wins; half of each on a tie
+        (ta, tb), (a, b) = ts, xs
+        w = ops.where(a == b, 0.5, ops.to_dtype(a > b, r.data_.dtype))
+        return _lin(None if ta is None else ta * w, None if tb is None else tb * (1 - w))
+
 
 class Minimum(Function):
     """elementwise min of two tensors; ties share the gradient equally."""
@@ -391,6 +478,12 @@ class Minimum(Function):
         ga = ops.masked_fill(shared, a > b, 0.0) if ctx.needs_input_grad[0] else None
         gb = ops.masked_fill(shared, a < b, 0.0) if ctx.needs_input_grad[1] else None
         return ga, gb
+
+    def jvp(ctx, ts, xs, r):
+        # the tangent of the operand that wins; half of each on a tie
+        (ta, tb), (a, b) = ts, xs
+        w = ops.where(a == b, 0.5, ops.to_dtype(a < b, r.data_.dtype))
+        return _lin(None if ta is None else ta * w, None if tb is None else tb * (1 - w))
 
 
 def _zero_ties(out: np.ndarray, x: np.ndarray, y: np.ndarray, simd: Any = None) -> np.ndarray:
@@ -440,11 +533,14 @@ class Exp(Function):
     def forward(ctx, a):
         ctx.save_output()
         with np.errstate(over="ignore"):
-            return np.exp(ops.float_data(a))
+            return kernels32.rounded(np.exp, ops.float_data(a))
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
         return (g * r,)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] * r
 
 
 class Log(Function):
@@ -455,11 +551,14 @@ class Log(Function):
     def forward(ctx, a):
         ctx.save(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(ops.float_data(a))
+            return kernels32.rounded(np.log, ops.float_data(a))
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return (g / a,)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] / xs[0]
 
 
 class Log1p(Function):
@@ -470,11 +569,14 @@ class Log1p(Function):
     def forward(ctx, a):
         ctx.save(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log1p(ops.float_data(a))
+            return kernels32.rounded(np.log1p, ops.float_data(a))
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return (g / (a + 1),)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] / (xs[0] + 1)
 
 
 class Sqrt(Function):
@@ -491,6 +593,9 @@ class Sqrt(Function):
         (r,) = ctx.saved_tensors
         return (g / (r * 2),)
 
+    def jvp(ctx, ts, xs, r):
+        return ts[0] / (r * 2)
+
 
 class Abs(Function):
     """|a|; the gradient at 0 is 0 (sign(0))."""
@@ -505,6 +610,9 @@ class Abs(Function):
         (a,) = ctx.saved_tensors
         return (g * ops.sign(a),)
 
+    def jvp(ctx, ts, xs, r):
+        return ts[0] * ops.sign(xs[0])
+
 
 class Sin(Function):
     """sin(a)"""
@@ -513,11 +621,14 @@ class Sin(Function):
 
     def forward(ctx, a):
         ctx.save(a)
-        return np.sin(ops.float_data(a))
+        return kernels32.rounded(np.sin, ops.float_data(a))
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return (g * ops.cos(a),)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] * ops.cos(xs[0])
 
 
 class Cos(Function):
@@ -527,11 +638,14 @@ class Cos(Function):
 
     def forward(ctx, a):
         ctx.save(a)
-        return np.cos(ops.float_data(a))
+        return kernels32.rounded(np.cos, ops.float_data(a))
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return (g * -ops.sin(a),)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] * -ops.sin(xs[0])
 
 
 class Tan(Function):
@@ -547,6 +661,9 @@ class Tan(Function):
         (r,) = ctx.saved_tensors
         return (g * (r * r + 1),)
 
+    def jvp(ctx, ts, xs, r):
+        return ts[0] * (r * r + 1)
+
 
 def _zeros_like(t: Tensor) -> Tensor:
     """A constant zero gradient (PyTorch's `zeros_like`: it flows, unlike None)."""
@@ -560,11 +677,14 @@ class Tanh(Function):
 
     def forward(ctx, a):
         ctx.save_output()
-        return np.tanh(ops.float_data(a))
+        return kernels32.rounded(np.tanh, ops.float_data(a))
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
         return (TanhBackward.apply(g, r),)
+
+    def jvp(ctx, ts, xs, r):
+        return TanhBackward.apply(ts[0], r)
 
 
 class TanhBackward(Function):
@@ -583,6 +703,13 @@ class TanhBackward(Function):
         gg_r = gg * (r * -2 * g) if g is not None else None
         return gg_g, gg_r
 
+    def jvp(ctx, ts, xs, r):
+        (tg, tr), (g, y) = ts, xs
+        return _lin(
+            None if tg is None else TanhBackward.apply(tg, y),
+            None if tr is None else tr * (y * -2 * g),
+        )
+
 
 class Sigmoid(Function):
     """1 / (1 + exp(-a))"""
@@ -591,13 +718,14 @@ class Sigmoid(Function):
 
     def forward(ctx, a):
         ctx.save_output()
-        x = ops.float_data(a)
-        with np.errstate(over="ignore"):
-            return (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False)
+        return kernels32.sigmoid(ops.float_data(a))
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
         return (SigmoidBackward.apply(g, r),)
+
+    def jvp(ctx, ts, xs, r):
+        return SigmoidBackward.apply(ts[0], r)
 
 
 class SigmoidBackward(Function):
@@ -616,6 +744,13 @@ class SigmoidBackward(Function):
         gg_r = gg * g * (r * -2 + 1) if g is not None else None
         return gg_g, gg_r
 
+    def jvp(ctx, ts, xs, r):
+        (tg, tr), (g, y) = ts, xs
+        return _lin(
+            None if tg is None else SigmoidBackward.apply(tg, y),
+            None if tr is None else tr * g * (y * -2 + 1),
+        )
+
 
 class Relu(Function):
     """max(a, 0); the gradient at 0 is 0."""
@@ -632,6 +767,9 @@ class Relu(Function):
         (r,) = ctx.saved_tensors
         return (ThresholdBackward.apply(g, r),)
 
+    def jvp(ctx, ts, xs, r):
+        return ThresholdBackward.apply(ts[0], r)
+
 
 class ThresholdBackward(Function):
     """relu's gradient: g where r > 0, else 0 (zero gradient for r itself)"""
@@ -646,6 +784,10 @@ class ThresholdBackward(Function):
     def backward(ctx, gg):
         (r,) = ctx.saved_tensors
         return ThresholdBackward.apply(gg, r), _zeros_like(r)
+
+    def jvp(ctx, ts, xs, r):
+        (tg, _), (_, y) = ts, xs
+        return _zeros_like(r) if tg is None else ThresholdBackward.apply(tg, y)
 
 
 class LeakyRelu(Function):
@@ -663,6 +805,9 @@ class LeakyRelu(Function):
         (a,) = ctx.saved_tensors
         return (LeakyReluBackward.apply(g, a, slope=ctx.slope),)
 
+    def jvp(ctx, ts, xs, r):
+        return LeakyReluBackward.apply(ts[0], xs[0], slope=ctx.slope)
+
 
 class LeakyReluBackward(Function):
     """leaky_relu's gradient: g where a > 0, else slope * g"""
@@ -678,6 +823,10 @@ class LeakyReluBackward(Function):
     def backward(ctx, gg):
         (a,) = ctx.saved_tensors
         return LeakyReluBackward.apply(gg, a, slope=ctx.slope), _zeros_like(a)
+
+    def jvp(ctx, ts, xs, r):
+        (tg, _), (_, a) = ts, xs
+        return _zeros_like(r) if tg is None else LeakyReluBackward.apply(tg, a, slope=ctx.slope)
 
 
 class Softplus(Function):
@@ -697,6 +846,9 @@ class Softplus(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         return (SoftplusBackward.apply(g, a, beta=ctx.beta, threshold=ctx.threshold),)
+
+    def jvp(ctx, ts, xs, r):
+        return SoftplusBackward.apply(ts[0], xs[0], beta=ctx.beta, threshold=ctx.threshold)
 
 
 class SoftplusBackward(Function):
@@ -729,6 +881,179 @@ class SoftplusBackward(Function):
             gg_a = gg * g * (1 - s) * s * (bx < th) * b
         return gg_g, gg_a
 
+    def jvp(ctx, ts, xs, r):
+        (tg, ta), (g, a) = ts, xs
+        b, th = ctx.beta, ctx.threshold
+        dg = None if tg is None else SoftplusBackward.apply(tg, a, beta=b, threshold=th)
+        da = None
+        if ta is not None:
+            bx = a * b
+            s = ops.sigmoid(bx)
+            da = ta * g * (1 - s) * s * (bx < th) * b
+        return _lin(dg, da)
+
+
+_SQRT1_2 = 0.7071067811865476  # 1 / sqrt(2)
+_INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi), the normal density's factor
+_GELU_BETA = 0.7978845608028654  # sqrt(2 / pi), gelu's tanh approximation
+_GELU_KAPPA = 0.044715
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    """erf elementwise in float64 (NumPy has none; math.erf is the C library's)."""
+    return np.asarray(_erf(x.astype(np.float64)), np.float64)
+
+
+def _gelu_parts(x: np.ndarray, approximate: str) -> tuple[np.ndarray, np.ndarray]:
+    """(gelu(x), gelu'(x)) in float64."""
+    x = x.astype(np.float64)
+    if approximate == "tanh":
+        inner = _GELU_BETA * (x + _GELU_KAPPA * x * x * x)
+        th = np.tanh(inner)
+        value = 0.5 * x * (1 + th)
+        slope = 0.5 * (1 + th) + 0.5 * x * (1 - th * th) * _GELU_BETA * (
+            1 + 3 * _GELU_KAPPA * x * x
+        )
+        return value, slope
+    cdf = 0.5 * (1 + _erf64(x * _SQRT1_2))
+    pdf = _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+    return x * cdf, cdf + x * pdf
+
+
+class Gelu(Function):
+    """x * Phi(x) (Phi the normal CDF), or its tanh approximation"""
+
+    grad_fn_name = "GeluBackward0"
+
+    def forward(ctx, a, approximate):
+        ctx.approximate = approximate
+        ctx.save(a)
+        x = ops.float_data(a)
+        return _gelu_parts(x, approximate)[0].astype(x.dtype)
+
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return (GeluBackward.apply(g, a, approximate=ctx.approximate),)
+
+
+class GeluBackward(Function):
+    """gelu's gradient g * gelu'(x)"""
+
+    grad_fn_name = "GeluBackwardBackward0"
+
+    def forward(ctx, g, a, approximate):
+        ctx.approximate = approximate
+        ctx.save(g if ctx.needs_input_grad[1] else None, a)
+        gd = g.data_
+        return (gd * _gelu_parts(a.data_, approximate)[1]).astype(gd.dtype)
+
+    def backward(ctx, gg):
+        g, a = ctx.saved_tensors
+        approx = ctx.approximate
+        gg_g = GeluBackward.apply(gg, a, approximate=approx) if ctx.needs_input_grad[0] else None
+        gg_a = None
+        if g is not None:
+            if approx == "tanh":
+                x2 = a * a
+                du = (x2 * (3 * _GELU_KAPPA) + 1) * _GELU_BETA
+                ddu = a * (6 * _GELU_KAPPA * _GELU_BETA)
+                th = ops.tanh((a + a * x2 * _GELU_KAPPA) * _GELU_BETA)
+                sech2 = 1 - th * th
+                second = sech2 * (du + a * 0.5 * (ddu - th * du * du * 2))
+            else:  # d/dx (Phi(x) + x phi(x)) = phi(x) (2 - x^2)
+                second = ops.exp(a * a * -0.5) * _INV_SQRT_2PI * (2 - a * a)
+            gg_a = gg * g * second
+        return gg_g, gg_a
+
+
+class Elu(Function):
+    """x if x > 0 else alpha * (exp(x) - 1)"""
+
+    grad_fn_name = "EluBackward0"
+
+    def forward(ctx, a, alpha):
+        ctx.alpha = alpha
+        ctx.save(a)
+        x = ops.float_data(a)
+        with np.errstate(over="ignore"):
+            neg = np.expm1(x) * np.asarray(alpha, x.dtype)
+        return np.where(x > 0, x, neg).astype(x.dtype, copy=False)
+
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return (EluBackward.apply(g, a, alpha=ctx.alpha),)
+
+
+class EluBackward(Function):
+    """elu's gradient: g where x > 0, else g * alpha * exp(x)"""
+
+    grad_fn_name = "EluBackwardBackward0"
+
+    def forward(ctx, g, a, alpha):
+        ctx.alpha = alpha
+        ctx.save(g if ctx.needs_input_grad[1] else None, a)
+        x, gd = a.data_, g.data_
+        with np.errstate(over="ignore"):
+            neg = gd * np.asarray(alpha, gd.dtype) * np.exp(x)
+        return np.where(x <= 0, neg, gd).astype(gd.dtype, copy=False)
+
+    def backward(ctx, gg):
+        g, a = ctx.saved_tensors
+        gg_g = EluBackward.apply(gg, a, alpha=ctx.alpha) if ctx.needs_input_grad[0] else None
+        gg_a = None
+        if g is not None:
+            gg_a = ops.where(a <= 0, gg * g * ops.exp(a) * ctx.alpha, 0.0)
+        return gg_g, gg_a
+
+
+class Silu(Function):
+    """x * sigmoid(x)"""
+
+    grad_fn_name = "SiluBackward0"
+
+    def forward(ctx, a):
+        ctx.save(a)
+        return kernels32.silu(ops.float_data(a))
+
+    def backward(ctx, g):
+        # PyTorch's differentiable form: g * s * (1 + x * (1 - s))
+        (a,) = ctx.saved_tensors
+        s = ops.sigmoid(a)
+        return (g * s * (1 + a * (1 - s)),)
+
+
+class Hardtanh(Function):
+    """x clamped to [min_val, max_val]"""
+
+    grad_fn_name = "HardtanhBackward0"
+
+    def forward(ctx, a, lo, hi):
+        ctx.lo, ctx.hi = lo, hi
+        ctx.save(a)
+        x = a.data_
+        return np.minimum(np.maximum(x, np.asarray(lo, x.dtype)), np.asarray(hi, x.dtype))
+
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return (HardtanhBackward.apply(g, a, lo=ctx.lo, hi=ctx.hi),)
+
+
+class HardtanhBackward(Function):
+    """hardtanh's gradient: g strictly inside (min_val, max_val), else 0"""
+
+    grad_fn_name = "HardtanhBackwardBackward0"
+
+    def forward(ctx, g, a, lo, hi):
+        ctx.lo, ctx.hi = lo, hi
+        ctx.save(a)
+        x, gd = a.data_, g.data_
+        return np.where((x <= lo) | (x >= hi), np.zeros((), gd.dtype), gd)
+
+    def backward(ctx, gg):
+        (a,) = ctx.saved_tensors
+        return HardtanhBackward.apply(gg, a, lo=ctx.lo, hi=ctx.hi), _zeros_like(a)
+
 
 class Clamp(Function):
     """min(max(a, lo), hi); the gradient passes at the bounds themselves."""
@@ -757,6 +1082,15 @@ class Clamp(Function):
         if ctx.hi is not None:
             keep = (a <= ctx.hi) if keep is None else keep & (a <= ctx.hi)
         return (g if keep is None else ops.where(keep, g, 0.0),)
+
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        keep = None
+        if ctx.lo is not None:
+            keep = a >= ctx.lo
+        if ctx.hi is not None:
+            keep = (a <= ctx.hi) if keep is None else keep & (a <= ctx.hi)
+        return t if keep is None else ops.where(keep, t, 0.0)
 
 
 class ClampTensor(Function):
@@ -795,6 +1129,21 @@ class ClampTensor(Function):
             ghi = ops.where(pick, g, 0.0)
         return ga, glo, ghi
 
+    def jvp(ctx, ts, xs, r):
+        # the tangent of whichever of a, lo, hi the result is
+        (ta, tlo, thi), (a, lo, hi) = ts, xs
+        keep = None if lo is None else a >= lo
+        if hi is not None:
+            keep = (a <= hi) if keep is None else keep & (a <= hi)
+        terms = [None if ta is None else ops.where(keep, ta, 0.0)]
+        if tlo is not None:
+            pick = a < lo if hi is None else (a < lo) & (lo < hi)
+            terms.append(ops.where(pick, tlo, 0.0))
+        if thi is not None:
+            pick = a > hi if lo is None else (a > hi) | (hi < lo)
+            terms.append(ops.where(pick, thi, 0.0))
+        return _lin(*terms)
+
 
 class _ZeroGrad(Function):
     """Piecewise-constant ops: a grad_fn exists, the gradient is zero (PyTorch's
@@ -802,6 +1151,9 @@ class _ZeroGrad(Function):
 
     def backward(ctx, g):
         return (_zeros_like(g),)
+
+    def jvp(ctx, ts, xs, r):
+        return _zeros_like(r)
 
 
 class Sign(_ZeroGrad):
@@ -865,6 +1217,9 @@ class Clone(Function):
     def backward(ctx, g):
         return (g,)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.clone(ts[0])
+
 
 class ToCopy(Function):
     """a converted to another dtype"""
@@ -877,6 +1232,9 @@ class ToCopy(Function):
 
     def backward(ctx, g):
         return (ops.to_dtype(g, ctx.in_dtype),)
+
+    def jvp(ctx, ts, xs, r):
+        return ToCopy.apply(ts[0], dtype=r.data_.dtype)
 
 
 # ************************************************************ reductions
@@ -897,10 +1255,13 @@ class Sum(Function):
 
     def forward(ctx, a, dtype):
         ctx.shape = a.data_.shape
-        return np.sum(a.data_, dtype=dtype)
+        return torch_sum(a.data_, None, dtype=dtype)
 
     def backward(ctx, g):
         return (ops.expand(g, ctx.shape),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.sum(ts[0])
 
 
 class SumDim(Function):
@@ -910,10 +1271,13 @@ class SumDim(Function):
 
     def forward(ctx, a, dims, keepdim, dtype):
         ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
-        return np.sum(a.data_, axis=dims, keepdims=keepdim, dtype=dtype)
+        return torch_sum(a.data_, dims, keepdim, dtype=dtype)
 
     def backward(ctx, g):
         return (ops.expand(_unreduce(g, ctx.shape, ctx.dims, ctx.keepdim), ctx.shape),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.sum_dims(ts[0], ctx.dims, ctx.keepdim)
 
 
 class Mean(Function):
@@ -924,12 +1288,15 @@ class Mean(Function):
     def forward(ctx, a):
         ctx.shape = a.data_.shape
         x = a.data_
-        return np.mean(x, dtype=x.dtype) if x.size else np.asarray(np.nan, x.dtype)
+        return torch_mean(x, None) if x.size else np.asarray(np.nan, x.dtype)
 
     def backward(ctx, g):
         n = max(1, int(np.prod(ctx.shape)))
         # PyTorch divides by the count as a C++ number: DivBackward1
         return (DivScalar.apply(ops.expand(g, ctx.shape), other=n),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.mean(ts[0])
 
 
 class MeanDim(Function):
@@ -944,12 +1311,15 @@ class MeanDim(Function):
             total = np.sum(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
             n = int(np.prod([x.shape[d] for d in dims]))
             return np.full_like(total, np.nan) if n == 0 else total
-        return np.mean(x, axis=dims, keepdims=keepdim, dtype=x.dtype)
+        return torch_mean(x, dims, keepdim)
 
     def backward(ctx, g):
         n = int(np.prod([ctx.shape[d] for d in ctx.dims]))
         g = ops.expand(_unreduce(g, ctx.shape, ctx.dims, ctx.keepdim), ctx.shape)
         return (DivScalar.apply(g, other=n),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.mean_dims(ts[0], ctx.dims, ctx.keepdim)
 
 
 class Prod(Function):
@@ -973,6 +1343,16 @@ class Prod(Function):
         flat = ops.reshape(a, (-1,))
         return (ops.reshape(g * ops.prod_others(flat, 0), x.shape),)
 
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        x = a.data_
+        if x.ndim == 0:
+            return t
+        if not np.any(x == 0):
+            return ops.sum(t * (r / a))
+        flat = ops.reshape(a, (-1,))
+        return ops.sum(ops.reshape(t, (-1,)) * ops.prod_others(flat, 0))
+
 
 class ProdDim(Function):
     """product over one dim"""
@@ -994,6 +1374,17 @@ class ProdDim(Function):
         if not np.any(x == 0):
             return (g * (_unreduce(r, x.shape, (ctx.dim,), ctx.keepdim) / a),)
         return (g * ops.prod_others(a, ctx.dim),)
+
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        x = a.data_
+        if x.ndim == 0:
+            return t
+        if not np.any(x == 0):
+            w = _unreduce(r, x.shape, (ctx.dim,), ctx.keepdim) / a
+        else:
+            w = ops.prod_others(a, ctx.dim)
+        return ops.sum_dims(t * w, (ctx.dim,), ctx.keepdim)
 
 
 class ProdOthers(Function):
@@ -1019,16 +1410,24 @@ class ProdOthers(Function):
         # row j of a matrix holding a with a_j replaced by 1, products of the others
         # along the rows, the diagonal dropped, weighted by g (all differentiable).
         (a,) = ctx.saved_tensors
-        d = ctx.dim
-        at = ops.transpose(a, d, -1)
-        gt = ops.transpose(g, d, -1)
-        n = at.data_.shape[-1]
-        shape = at.data_.shape + (n,)
-        eye = Tensor._make(np.eye(n, dtype=bool))
-        rows = ops.where(eye, 1.0, ops.expand(ops.unsqueeze(at, -2), shape))
-        others = ops.where(eye, 0.0, ops.prod_others(rows, rows.data_.ndim - 1))
-        res = ops.sum_dims(others * ops.unsqueeze(gt, -2), (len(shape) - 1,), False)
-        return (ops.transpose(res, d, -1),)
+        return (_prod_others_weighted(a, g, ctx.dim),)
+
+    def jvp(ctx, ts, xs, r):
+        # linear in each a_j with a symmetric weight matrix: backward's own formula
+        return _prod_others_weighted(xs[0], ts[0], ctx.dim)
+
+
+def _prod_others_weighted(a: Tensor, g: Tensor, d: int) -> Tensor:
+    """sum_{i != j} g_i prod_{k != i, j} a_k for each j along dim d (differentiable)."""
+    at = ops.transpose(a, d, -1)
+    gt = ops.transpose(g, d, -1)
+    n = at.data_.shape[-1]
+    shape = at.data_.shape + (n,)
+    eye = Tensor._make(np.eye(n, dtype=bool))
+    rows = ops.where(eye, 1.0, ops.expand(ops.unsqueeze(at, -2), shape))
+    others = ops.where(eye, 0.0, ops.prod_others(rows, rows.data_.ndim - 1))
+    res = ops.sum_dims(others * ops.unsqueeze(gt, -2), (len(shape) - 1,), False)
+    return ops.transpose(res, d, -1)
 
 
 class _EvenlyDistributed(Function):
@@ -1040,6 +1439,12 @@ class _EvenlyDistributed(Function):
         mask = ops.isnan(a) if np.isnan(r.data_) else a == r
         share = g / ops.sum(mask)
         return (ops.masked_fill(_zeros_like(a), mask, share),)
+
+    def jvp(ctx, ts, xs, r):
+        # the mean of the tangents of the tied extreme elements
+        (t,), (a,) = ts, xs
+        mask = ops.isnan(a) if np.isnan(r.data_) else a == r
+        return ops.sum(ops.where(mask, t, 0.0)) / ops.sum(mask)
 
 
 class Max(_EvenlyDistributed):
@@ -1073,6 +1478,13 @@ class _SelectingReduction(Function):
             return (g,)
         g = _unreduce(g, ctx.shape, (ctx.dim,), ctx.keepdim)
         return (ops.scatter_into(g, ctx.dim, ctx.indices, ctx.shape),)
+
+    def jvp(ctx, ts, xs, r):
+        t = ts[0]
+        if not ctx.shape:
+            return ops.clone(t)
+        picked = ops.gather(t, ctx.dim, Tensor._make(ctx.indices))
+        return picked if ctx.keepdim else ops.squeeze(picked, ctx.dim)
 
 
 def _select_0d(ctx: Function, x: np.ndarray) -> np.ndarray:
@@ -1124,6 +1536,13 @@ class _AmaxAmin(Function):
         mask = ops.to_dtype(a == r, a.data_.dtype)
         return (mask * g / ops.sum_dims(mask, ctx.dims, True),)
 
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        mask = ops.to_dtype(a == _unreduce(r, ctx.shape, ctx.dims, ctx.keepdim), t.data_.dtype)
+        return ops.sum_dims(t * mask, ctx.dims, ctx.keepdim) / ops.sum_dims(
+            mask, ctx.dims, ctx.keepdim
+        )
+
 
 class Amax(_AmaxAmin):
     """max over dims; ties share the gradient"""
@@ -1171,28 +1590,41 @@ class Norm(Function):
 
     def backward(ctx, g):
         a, r = ctx.saved_tensors
-        dims = ctx.dims if ctx.dims is not None else tuple(range(a.data_.ndim))
-        p = ctx.p
-        g = _unreduce(g, ctx.shape, dims, ctx.keepdim)
-        if p == 0:
+        if ctx.p == 0:
             return (None,)  # PyTorch gives no gradient at all (an undefined tensor)
-        if p == 1:
-            return (ops.sign(a) * g,)
-        # PyTorch's linalg_vector_norm_backward (0 where the norm is 0)
-        r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
-        if p == 2:
-            # PyTorch: g * (a / r), 0 where the norm is 0 (the sign is g's)
-            return (g * ops.where(r == 0, 0.0, a / r),)
-        if p == float("inf"):
-            # the extreme elements, or the NaNs (a NaN's sign is 0: its share vanishes)
-            absolute = ops.abs(a)
-            mask = ops.to_dtype((absolute == r) | ops.isnan(absolute), a.data_.dtype)
-            return (ops.sign(a) * ((g / ops.sum_dims(mask, dims, True)) * mask),)
-        if p < 1:
-            scaled = ops.sign(a) * ops.where(a == 0, 0.0, ops.abs(a) ** (p - 1))
-            return (scaled * g * r ** (1 - p),)
-        scaled = ops.sign(a) * ops.abs(a) ** (p - 1) if p < 2 else a * ops.abs(a) ** (p - 2)
-        return (scaled * ops.where(r == 0, 0.0, g / r ** (p - 1)),)
+        return (_norm_backward(ctx, g, a, r),)
+
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        dims = ctx.dims if ctx.dims is not None else tuple(range(a.data_.ndim))
+        if ctx.p == 0:
+            return _zeros_like(r)
+        w = _norm_backward(ctx, _ones_like(r), a, r)
+        return ops.sum_dims(t * w, dims, ctx.keepdim)
+
+
+def _norm_backward(ctx: Function, g: Tensor, a: Tensor, r: Tensor) -> Tensor:
+    """The p-norm's gradient for the incoming g (p != 0): PyTorch's
+    linalg_vector_norm_backward (0 where the norm is 0)."""
+    dims = ctx.dims if ctx.dims is not None else tuple(range(a.data_.ndim))
+    p = ctx.p
+    g = _unreduce(g, ctx.shape, dims, ctx.keepdim)
+    if p == 1:
+        return ops.sign(a) * g
+    r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
+    if p == 2:
+        # PyTorch: g * (a / r), 0 where the norm is 0 (the sign is g's)
+        return g * ops.where(r == 0, 0.0, a / r)
+    if p == float("inf"):
+        # the extreme elements, or the NaNs (a NaN's sign is 0: its share vanishes)
+        absolute = ops.abs(a)
+        mask = ops.to_dtype((absolute == r) | ops.isnan(absolute), a.data_.dtype)
+        return ops.sign(a) * ((g / ops.sum_dims(mask, dims, True)) * mask)
+    if p < 1:
+        scaled = ops.sign(a) * ops.where(a == 0, 0.0, ops.abs(a) ** (p - 1))
+        return scaled * g * r ** (1 - p)
+    scaled = ops.sign(a) * ops.abs(a) ** (p - 1) if p < 2 else a * ops.abs(a) ** (p - 2)
+    return scaled * ops.where(r == 0, 0.0, g / r ** (p - 1))
 
 
 class Logsumexp(Function):
@@ -1218,6 +1650,11 @@ class Logsumexp(Function):
         g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
         return (g * ops.exp(a - r),)
 
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        w = ops.exp(a - _unreduce(r, ctx.shape, ctx.dims, ctx.keepdim))
+        return ops.sum_dims(t * w, ctx.dims, ctx.keepdim)
+
 
 class Var(Function):
     """variance over dims with Bessel's correction"""
@@ -1236,6 +1673,10 @@ class Var(Function):
         (a,) = ctx.saved_tensors
         return (_var_backward(ctx, g, a),)
 
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        return ops.sum_dims(t * _var_backward(ctx, _ones_like(r), a), ctx.dims, ctx.keepdim)
+
 
 class Std(Function):
     """standard deviation over dims with Bessel's correction"""
@@ -1253,6 +1694,11 @@ class Std(Function):
     def backward(ctx, g):
         a, r = ctx.saved_tensors
         return (_var_backward(ctx, ops.where(r == 0, 0.0, g / (r * 2)), a),)
+
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        g = ops.where(r == 0, 0.0, _ones_like(r) / (r * 2))
+        return ops.sum_dims(t * _var_backward(ctx, g, a), ctx.dims, ctx.keepdim)
 
 
 def _var_backward(ctx: Function, g: Tensor, a: Tensor) -> Tensor:
@@ -1286,6 +1732,10 @@ class Cumsum(Function):
         if g.data_.ndim == 0:
             return (g,)
         return (ops.flip(ops.cumsum(ops.flip(g, (ctx.dim,)), ctx.dim), (ctx.dim,)),)
+
+    def jvp(ctx, ts, xs, r):
+        t = ts[0]
+        return ops.clone(t) if t.data_.ndim == 0 else ops.cumsum(t, ctx.dim)
 
 
 # ************************************************************ linear algebra
@@ -1322,6 +1772,10 @@ class Mm(Function):
         gb = ops.mm(ops.t(a), g) if a is not None else None
         return ga, gb
 
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        return _lin(None if ta is None else ops.mm(ta, b), None if tb is None else ops.mm(a, tb))
+
 
 class Mv(Function):
     """matrix @ vector"""
@@ -1338,6 +1792,10 @@ class Mv(Function):
         gv = ops.mv(ops.t(m), g) if m is not None else None
         return gm, gv
 
+    def jvp(ctx, ts, xs, r):
+        (tm, tv), (m, v) = ts, xs
+        return _lin(None if tm is None else ops.mv(tm, v), None if tv is None else ops.mv(m, tv))
+
 
 class Dot(Function):
     """vector . vector"""
@@ -1351,6 +1809,10 @@ class Dot(Function):
     def backward(ctx, g):
         b, a = ctx.saved_tensors
         return (g * b if b is not None else None), (g * a if a is not None else None)
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        return _lin(None if ta is None else ops.dot(ta, b), None if tb is None else ops.dot(a, tb))
 
 
 class Bmm(Function):
@@ -1367,6 +1829,10 @@ class Bmm(Function):
         ga = ops.bmm(g, ops.transpose(b, 1, 2)) if b is not None else None
         gb = ops.bmm(ops.transpose(a, 1, 2), g) if a is not None else None
         return ga, gb
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        return _lin(None if ta is None else ops.bmm(ta, b), None if tb is None else ops.bmm(a, tb))
 
 
 class Addmm(Function):
@@ -1393,11 +1859,47 @@ class Addmm(Function):
         gw = ops.mm(ops.t(x), g) if x is not None else None
         return tuple(_times(t, f) for t, f in ((g, ctx.beta), (gx, ctx.alpha), (gw, ctx.alpha)))
 
+    def jvp(ctx, ts, xs, r):
+        (tbias, tx, tw), (_, x, w) = ts, xs
+        return _lin(
+            _times(tbias, ctx.beta) if ctx.beta != 0 else None,
+            None if tx is None else _times(ops.mm(tx, w), ctx.alpha),
+            None if tw is None else _times(ops.mm(x, tw), ctx.alpha),
+        )
+
 
 def _times(t: Tensor | None, factor: Any) -> Tensor | None:
     """t * factor as PyTorch's C++ code multiplies by a number (MulBackward1), or t
     itself when the factor is 1."""
     return t if t is None or factor == 1 else MulScalar.apply(t, other=factor)
+
+
+class Trilinear(Function):
+    """a three-operand product-sum given as an einsum spec: nn.Bilinear's core
+    "ni,oij,nj->no" (PyTorch's _trilinear); each gradient is again one (so its
+    grad_fn is TrilinearBackward0, as in PyTorch)"""
+
+    grad_fn_name = "TrilinearBackward0"
+
+    def forward(ctx, a, b, c, spec, dtype):
+        ctx.spec = spec
+        ctx.save(a, b, c)
+        return np.einsum(spec, _d(a, dtype), _d(b, dtype), _d(c, dtype))
+
+    def backward(ctx, g):
+        ops_in, out = ctx.spec.split("->")
+        subs = ops_in.split(",")
+        saved = ctx.saved_tensors
+        grads = []
+        for k in range(3):
+            if not ctx.needs_input_grad[k]:
+                grads.append(None)
+                continue
+            others = [i for i in range(3) if i != k]
+            spec = f"{out},{subs[others[0]]},{subs[others[1]]}->{subs[k]}"
+            x, y = saved[others[0]], saved[others[1]]
+            grads.append(Trilinear.apply(g, x, y, spec=spec, dtype=g.data_.dtype))
+        return tuple(grads)
 
 
 # ************************************************************ shapes and views
@@ -1414,6 +1916,9 @@ class View(Function):
 
     def backward(ctx, g):
         return (ops.reshape(g, ctx.shape),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.reshape(ts[0], r.data_.shape)
 
 
 class UnsafeView(View):
@@ -1439,6 +1944,9 @@ class Alias(Function):
     def backward(ctx, g):
         return (g,)
 
+    def jvp(ctx, ts, xs, r):
+        return ops._view_of(ts[0], Alias.apply(ts[0]))
+
 
 class Transpose(Function):
     """two dims swapped"""
@@ -1453,6 +1961,9 @@ class Transpose(Function):
     def backward(ctx, g):
         return (ops.transpose(g, ctx.d0, ctx.d1),)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.transpose(ts[0], ctx.d0, ctx.d1)
+
 
 class T(Function):
     """2-d transpose (`t()`)"""
@@ -1464,6 +1975,9 @@ class T(Function):
 
     def backward(ctx, g):
         return (ops.t(g),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.t(ts[0])
 
 
 class Permute(Function):
@@ -1479,6 +1993,9 @@ class Permute(Function):
         inverse = tuple(int(i) for i in np.argsort(ctx.dims))
         return (ops.permute(g, inverse),)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.permute(ts[0], ctx.dims)
+
 
 class Squeeze(Function):
     """all size-1 dims removed"""
@@ -1491,6 +2008,9 @@ class Squeeze(Function):
 
     def backward(ctx, g):
         return (ops.reshape(g, ctx.shape),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.reshape(ts[0], r.data_.shape)
 
 
 class SqueezeDim(Function):
@@ -1507,6 +2027,9 @@ class SqueezeDim(Function):
     def backward(ctx, g):
         return (ops.unsqueeze(g, ctx.dim) if ctx.squeezed else g,)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.squeeze(ts[0], ctx.dim) if ctx.squeezed else ts[0]
+
 
 class SqueezeDims(Function):
     """the listed size-1 dims removed (`squeeze((0, 2))`)"""
@@ -1521,6 +2044,9 @@ class SqueezeDims(Function):
 
     def backward(ctx, g):
         return (ops.reshape(g, ctx.shape),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.reshape(ts[0], r.data_.shape)
 
 
 class SqueezeDimInplace(SqueezeDim):
@@ -1541,6 +2067,9 @@ class Unsqueeze(Function):
     def backward(ctx, g):
         return (ops.squeeze(g, ctx.dim),)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.unsqueeze(ts[0], ctx.dim)
+
 
 class Expand(Function):
     """a broadcast to a larger shape (a view)"""
@@ -1560,6 +2089,9 @@ class Expand(Function):
 
     def backward(ctx, g):
         return (ops.sum_to(g, ctx.shape),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.expand(ts[0], r.data_.shape)
 
 
 class Repeat(Function):
@@ -1593,6 +2125,9 @@ class Repeat(Function):
             g = ops.reshape(g, tuple(split))
         return (ops.sum_dims(g, tuple(dims), False) if dims else g,)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.repeat(ts[0], ctx.reps)
+
 
 class Flip(Function):
     """a reversed along dims"""
@@ -1606,6 +2141,9 @@ class Flip(Function):
 
     def backward(ctx, g):
         return (ops.flip(g, ctx.dims),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.flip(ts[0], ctx.dims)
 
 
 class Cat(Function):
@@ -1633,6 +2171,10 @@ class Cat(Function):
             start += n
         return tuple(out)
 
+    def jvp(ctx, ts, xs, r):
+        parts = [_zeros_like(x) if t is None else t for t, x in zip(ts, xs, strict=True)]
+        return ops.cat(parts, ctx.dim)
+
 
 class Stack(Function):
     """tensors stacked along a new dim"""
@@ -1646,6 +2188,10 @@ class Stack(Function):
 
     def backward(ctx, g):
         return tuple(ops.select(g, ctx.dim, i) for i in range(g.data_.shape[ctx.dim]))
+
+    def jvp(ctx, ts, xs, r):
+        parts = [_zeros_like(x) if t is None else t for t, x in zip(ts, xs, strict=True)]
+        return ops.stack(parts, ctx.dim)
 
 
 class Split(Function):
@@ -1668,6 +2214,9 @@ class Split(Function):
                 g = Tensor._make(np.zeros(shape, ctx.in_meta[0][1]))
             parts.append(g)
         return (ops.cat(parts, ctx.dim),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops._views_of(ts[0], type(ctx).apply(ts[0], sizes=ctx.sizes, dim=ctx.dim))
 
 
 class SplitWithSizes(Split):
@@ -1694,6 +2243,9 @@ class Unbind(Function):
         parts = [g if g is not None else Tensor._make(zeros) for g in grads]
         return (ops.stack(parts, ctx.dim),)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.unbind(ts[0], ctx.dim)
+
 
 # ************************************************************ indexing
 
@@ -1708,6 +2260,9 @@ class _Getitem(Function):
     def backward(ctx, g):
         return (ops.embed(g, ctx.index, ctx.shape),)
 
+    def jvp(ctx, ts, xs, r):
+        return type(ctx).apply(ts[0], index=ctx.index)
+
 
 class _BasicGetitem(_Getitem):
     """Integers and slices only: the result is a view of the input's memory."""
@@ -1716,6 +2271,9 @@ class _BasicGetitem(_Getitem):
         ctx.index, ctx.shape = index, a.data_.shape
         # the trailing `...` keeps a fully indexed result a 0-d view, not a copied scalar
         return a.data_[(*index, Ellipsis)]
+
+    def jvp(ctx, ts, xs, r):
+        return ops._view_of(ts[0], type(ctx).apply(ts[0], index=ctx.index))
 
 
 class Select(_BasicGetitem):
@@ -1775,6 +2333,9 @@ class AsStridedGrad(Function):
     def backward(ctx, gg):
         return (AsStrided.apply(gg, index=ctx.index),)
 
+    def jvp(ctx, ts, xs, r):
+        return AsStridedGrad.apply(ts[0], index=ctx.index, shape=r.data_.shape)
+
 
 class Diagonal(Function):
     """the diagonal of the (d1, d2) planes, moved to a last dim (a writable view)"""
@@ -1816,6 +2377,9 @@ class Diagonal(Function):
             ),
         )
 
+    def jvp(ctx, ts, xs, r):
+        return ops.diagonal(ts[0], ctx.offset, ctx.d1, ctx.d2)
+
 
 class DiagonalGrad(Function):
     """zeros of the input's shape with g on the diagonal (diagonal's backward)"""
@@ -1824,12 +2388,60 @@ class DiagonalGrad(Function):
 
     def forward(ctx, g, index, shape, offset, d1, d2):
         ctx.offset, ctx.d1, ctx.d2 = offset, d1, d2
+        ctx.index = index
         out = np.zeros(shape, g.data_.dtype)
         out[index] = g.data_
         return out
 
     def backward(ctx, gg):
         return (ops.diagonal(gg, ctx.offset, ctx.d1, ctx.d2),)
+
+    def jvp(ctx, ts, xs, r):
+        return DiagonalGrad.apply(
+            ts[0], index=ctx.index, shape=r.data_.shape, offset=ctx.offset, d1=ctx.d1, d2=ctx.d2
+        )
+
+
+class Embedding(Function):
+    """rows of the weight picked by integer indices (a copy)"""
+
+    grad_fn_name = "EmbeddingBackward0"
+
+    def forward(ctx, weight, indices, padding_idx):
+        ctx.indices, ctx.padding_idx = indices, padding_idx
+        ctx.num_weights = weight.data_.shape[0]
+        return weight.data_[indices]
+
+    def backward(ctx, g):
+        return (
+            EmbeddingDenseBackward.apply(
+                g, indices=ctx.indices, num_weights=ctx.num_weights, padding_idx=ctx.padding_idx
+            ),
+        )
+
+
+class EmbeddingDenseBackward(Function):
+    """embedding's gradient: each row of g added into its index's row (none into the
+    padding row)"""
+
+    grad_fn_name = "EmbeddingDenseBackwardBackward0"
+
+    def forward(ctx, g, indices, num_weights, padding_idx):
+        ctx.indices, ctx.padding_idx = indices, padding_idx
+        gd = g.data_
+        dim = gd.shape[-1]
+        out = np.zeros((num_weights, dim), gd.dtype)
+        np.add.at(out, indices.reshape(-1), gd.reshape(-1, dim))
+        if padding_idx is not None:
+            out[padding_idx] = 0
+        return out
+
+    def backward(ctx, gg):
+        rows = Embedding.apply(gg, indices=ctx.indices, padding_idx=None)
+        if ctx.padding_idx is not None:
+            keep = (ctx.indices != ctx.padding_idx)[..., None].astype(gg.data_.dtype)
+            rows = rows * Tensor._make(keep)
+        return (rows,)
 
 
 class Embed(Function):
@@ -1847,6 +2459,9 @@ class Embed(Function):
     def backward(ctx, gg):
         _check_kept(ctx)
         return (ops.getitem(gg, ctx.index),)
+
+    def jvp(ctx, ts, xs, r):
+        return Embed.apply(ts[0], index=ctx.index, shape=r.data_.shape)
 
 
 class _CopyInto(Function):
@@ -1869,6 +2484,14 @@ class _CopyInto(Function):
         if ctx.needs_input_grad[1]:
             gv = ops.sum_to(ops.getitem(g, ctx.index), ctx.value_shape)
         return gb, gv
+
+    def jvp(ctx, ts, xs, r):
+        # the base's tangent with the value's written at the index
+        (tb, tv), (base, value) = ts, xs
+        tb = _zeros_like(base) if tb is None else tb
+        tv = _zeros_like(value) if tv is None else tv
+        dt = np.result_type(tb.data_.dtype, tv.data_.dtype)
+        return type(ctx).apply(tb, tv, index=ctx.index, dtype=dt)
 
 
 class CopySlices(_CopyInto):
@@ -1968,6 +2591,9 @@ class Gather(Function):
         _check_kept(ctx)
         return (ops.scatter_into(g, ctx.dim, ctx.index, ctx.shape),)
 
+    def jvp(ctx, ts, xs, r):
+        return ops.gather(ts[0], ctx.dim, Tensor._make(np.asarray(ctx.index)))
+
 
 class ScatterAdd(Function):
     """g added into zeros of `shape` at an index tensor along dim (gather's backward)."""
@@ -1988,6 +2614,9 @@ class ScatterAdd(Function):
         _check_kept(ctx)
         return (ops.gather(gg, ctx.dim, Tensor._make(ctx.index)),)
 
+    def jvp(ctx, ts, xs, r):
+        return ScatterAdd.apply(ts[0], dim=ctx.dim, index=ctx.index, shape=r.data_.shape)
+
 
 class MaskedFill(Function):
     """a with a number where mask is True"""
@@ -2003,6 +2632,9 @@ class MaskedFill(Function):
     def backward(ctx, g):
         _check_kept(ctx)
         return (ops.where(Tensor._make(ctx.mask), 0.0, g),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.where(Tensor._make(ctx.mask), 0.0, ts[0])
 
 
 class MaskedFillTensor(Function):
@@ -2023,6 +2655,11 @@ class MaskedFillTensor(Function):
         gv = ops.sum(ops.where(m, g, 0.0)) if ctx.needs_input_grad[1] else None
         return ga, gv
 
+    def jvp(ctx, ts, xs, r):
+        ta, tv = ts
+        m = Tensor._make(ctx.mask)
+        return ops.where(m, 0.0 if tv is None else tv, 0.0 if ta is None else ta)
+
 
 class Where(Function):
     """a where cond else b"""
@@ -2041,6 +2678,10 @@ class Where(Function):
         gb = ops.where(c, 0.0, g) if ctx.needs_input_grad[1] else None
         return ga, gb
 
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), c = ts, Tensor._make(ctx.cond)
+        return ops.where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
+
 
 # ************************************************************ neural-network functions
 
@@ -2055,12 +2696,20 @@ class Softmax(Function):
         ctx.save_output()
         x = ops.float_data(a)
         dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
+        if x.dtype == np.float32 and x.ndim and x.size:
+            return kernels32.softmax(x, dim)
         e = np.exp(x - np.max(x, axis=dim, keepdims=True)) if x.size else x
         return (e / np.sum(e, axis=dim, keepdims=True)).astype(x.dtype) if x.size else x.copy()
 
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return (SoftmaxBackwardData.apply(g, y, dim=ctx.dim),)
+
+    def jvp(ctx, ts, xs, r):
+        # result * (t - sum(result * t)) along dim
+        t = ts[0]
+        d = (ctx.dim,) if r.data_.ndim else ()
+        return r * (t - ops.sum_dims(r * t, d, True))
 
 
 def _row_sum(x: np.ndarray, dim: int) -> np.ndarray:
@@ -2092,6 +2741,15 @@ class SoftmaxBackwardData(Function):
             gg_y = gg * g - gg * ops.sum_dims(g * y, d, True) - ops.sum_dims(gg * y, d, True) * g
         return gg_g, gg_y
 
+    def jvp(ctx, ts, xs, r):
+        (tg, ty), (g, y) = ts, xs
+        d = (ctx.dim,) if y.data_.ndim else ()
+        dg = None if tg is None else SoftmaxBackwardData.apply(tg, y, dim=ctx.dim)
+        dy = None
+        if ty is not None:
+            dy = ty * (g - ops.sum_dims(g * y, d, True)) - y * ops.sum_dims(g * ty, d, True)
+        return _lin(dg, dy)
+
 
 class LogSoftmax(Function):
     """a - logsumexp(a) along dim"""
@@ -2105,6 +2763,8 @@ class LogSoftmax(Function):
         if not x.size:
             return x.copy()
         dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
+        if x.dtype == np.float32 and x.ndim and dim % x.ndim == x.ndim - 1:
+            return kernels32.log_softmax_lastdim(x)
         # array methods, not np.max/np.sum: those add a Python-level wrapper per call
         m = x.max(axis=dim, keepdims=True)
         return (x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))).astype(x.dtype)
@@ -2112,6 +2772,12 @@ class LogSoftmax(Function):
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return (LogSoftmaxBackwardData.apply(g, y, dim=ctx.dim),)
+
+    def jvp(ctx, ts, xs, r):
+        # t - sum(softmax * t) along dim
+        t = ts[0]
+        d = (ctx.dim,) if r.data_.ndim else ()
+        return t - ops.sum_dims(ops.exp(r) * t, d, True)
 
 
 class LogSoftmaxBackwardData(Function):
@@ -2132,12 +2798,19 @@ class LogSoftmaxBackwardData(Function):
         gg_y = -ops.sum_dims(g, d, True) * ops.exp(y) * gg if g is not None else None
         return gg_g, gg_y
 
+    def jvp(ctx, ts, xs, r):
+        (tg, ty), (g, y) = ts, xs
+        d = (ctx.dim,) if y.data_.ndim else ()
+        dg = None if tg is None else tg - ops.exp(y) * ops.sum_dims(tg, d, True)
+        dy = None if ty is None else -(ops.exp(y) * ty * ops.sum_dims(g, d, True))
+        return _lin(dg, dy)
+
 
 def _reduce_loss(x: np.ndarray, reduction: str) -> np.ndarray:
     if reduction == "mean":
-        return np.mean(x, dtype=x.dtype) if x.size else np.asarray(np.nan, x.dtype)
+        return torch_mean(x, None) if x.size else np.asarray(np.nan, x.dtype)
     if reduction == "sum":
-        return np.sum(x, dtype=x.dtype)
+        return torch_sum(x, None)
     return x
 
 
@@ -2157,6 +2830,13 @@ def _loss_scale_t(g: Tensor, shape: tuple[int, ...], reduction: str) -> Tensor:
     if reduction == "mean":
         return ops.expand(g, shape) / max(1, int(np.prod(shape)))
     return ops.expand(g, shape)
+
+
+def _loss_apply_t(t: Tensor, reduction: str) -> Tensor:
+    """A loss's elementwise tangent reduced as the loss is (mean, sum or none)."""
+    if reduction == "mean":
+        return ops.mean(t)
+    return ops.sum(t) if reduction == "sum" else t
 
 
 def _loss_reduce_t(t: Tensor, reduction: str) -> Tensor:
@@ -2183,6 +2863,11 @@ class MseLoss(Function):
         gt = MseLossBackward.apply(g, t, a, reduction=r) if ctx.needs_input_grad[1] else None
         return ga, gt
 
+    def jvp(ctx, ts, xs, r):
+        (ta, tt), (a, t) = ts, xs
+        dd = _lin(ta, None if tt is None else -tt)
+        return _loss_apply_t((a - t) * dd * 2, ctx.reduction)
+
 
 class MseLossBackward(Function):
     """mse_loss's gradient 2 (a - t) g (divided by n for mean)"""
@@ -2207,6 +2892,15 @@ class MseLossBackward(Function):
             gg_g = _loss_reduce_t(gg_g, r)
         scaled = _loss_scale_t(g, ctx.shape, r) * gg * 2
         return gg_g, scaled, -scaled
+
+    def jvp(ctx, ts, xs, r):
+        (tg, ta, tt), (g, a, t) = ts, xs
+        red = ctx.reduction
+        dd = _lin(ta, None if tt is None else -tt)
+        return _lin(
+            None if tg is None else _loss_scale_t(tg, ctx.shape, red) * (a - t) * 2,
+            None if dd is None else _loss_scale_t(g, ctx.shape, red) * dd * 2,
+        )
 
 
 class BinaryCrossEntropy(Function):
@@ -2242,6 +2936,14 @@ class BinaryCrossEntropy(Function):
             if w is not None:
                 gt = gt * w
         return gp, gt
+
+    def jvp(ctx, ts, xs, r):
+        (tp, tt), (p, t) = ts, xs
+        w = ctx.weight
+        dp = None if tp is None else tp * (p - t) / ops.clamp((1 - p) * p, _BCE_EPS)
+        dt = None if tt is None else tt * (ops.log(1 - p) - ops.log(p))
+        d = _lin(dp, dt)
+        return _loss_apply_t(d if w is None else d * w, ctx.reduction)
 
 
 _BCE_EPS = 1e-12
@@ -2290,6 +2992,77 @@ class BceBackward(Function):
             if w is not None:
                 gg_t = gg_t * w
         return gg_g, gg_p, gg_t
+
+    def jvp(ctx, ts, xs, r):
+        (tg, tp, tt), (g, p, t) = ts, xs
+        red, w = ctx.reduction, ctx.weight
+        scale = _loss_scale_t(g, ctx.shape, red)
+        terms = []
+        if tg is not None:
+            terms.append(
+                _loss_scale_t(tg, ctx.shape, red) * (p - t) / ops.clamp((1 - p) * p, _BCE_EPS)
+            )
+        if tp is not None:
+            num = p * p - p * t * 2 + t
+            den = (p + _BCE_EPS) ** 2 * (1 - p + _BCE_EPS) ** 2
+            terms.append(num / den * scale * tp)
+        if tt is not None:
+            terms.append(-(scale * tt) / ops.clamp((1 - p) * p, _BCE_EPS))
+        d = _lin(*terms)
+        return d if w is None or d is None else d * w
+
+
+def _log_sigmoid(x: np.ndarray) -> np.ndarray:
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), as PyTorch's kernel."""
+    return np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x)))
+
+
+class BinaryCrossEntropyWithLogits(Function):
+    """(1 - t) x - log_sigmoid(x) (1 + (pos_weight - 1) t), times weight"""
+
+    grad_fn_name = "BinaryCrossEntropyWithLogitsBackward0"
+
+    def forward(ctx, x, t, weight, pos_weight, reduction, dtype):
+        # weight and pos_weight are constants (PyTorch has no formula for them)
+        ctx.reduction = reduction
+        ctx.weight = weight.detach() if weight is not None else None
+        ctx.pos_weight = pos_weight.detach() if pos_weight is not None else None
+        ctx.save(x, t)
+        xd, td = _d(x, dtype), _d(t, dtype)
+        ls = _log_sigmoid(xd)
+        if pos_weight is not None:
+            ls = ls * ((_d(pos_weight, dtype) - 1) * td + 1)
+        loss = (1 - td) * xd - ls
+        if weight is not None:
+            loss = loss * _d(weight, dtype)
+        loss = loss.astype(dtype, copy=False)
+        ctx.numel = loss.size
+        return _reduce_loss(loss, reduction)
+
+    def backward(ctx, g):
+        # PyTorch's composite formulas, node for node (mean ends in DivBackward1)
+        x, t = ctx.saved_tensors
+        w, pw = ctx.weight, ctx.pos_weight
+        gx = gt = None
+        if ctx.needs_input_grad[0]:
+            if pw is not None:
+                tt = pw * t
+                gx = (tt + 1 - t) * ops.sigmoid(x) - tt
+            else:
+                gx = ops.sigmoid(x) - t
+            gx = _bce_logits_finish(gx * g, w, ctx.reduction, ctx.numel)
+        if ctx.needs_input_grad[1]:
+            gt = ops.softplus(-x) * pw - ops.softplus(x) if pw is not None else -x
+            gt = _bce_logits_finish(gt * g, w, ctx.reduction, ctx.numel)
+        return gx, gt
+
+
+def _bce_logits_finish(grad: Tensor, w: Tensor | None, reduction: str, n: int) -> Tensor:
+    if w is not None:
+        grad = grad * w
+    if reduction == "mean":
+        grad = DivScalar.apply(grad, other=n)
+    return grad
 
 
 def _nll_weights(weight: Tensor | None, valid: np.ndarray, safe: np.ndarray, dt: Any) -> Any:
@@ -2345,6 +3118,12 @@ class NllLoss(Function):
         )
         return (gx,)
 
+    def jvp(ctx, ts, xs, r):
+        weight, target, reduction, ignore_index = ctx.params
+        return NllLoss.apply(
+            ts[0], weight=weight, target=target, reduction=reduction, ignore_index=ignore_index
+        )
+
 
 class NllLossBackward(Function):
     """nll_loss's gradient: -weight[target] * g at each target (divided by the total
@@ -2387,6 +3166,15 @@ class NllLossBackward(Function):
             )
         return gg_g, _zeros_like(logp)
 
+    def jvp(ctx, ts, xs, r):
+        (tg, _), (_, logp) = ts, xs
+        if tg is None:
+            return _zeros_like(r)
+        weight, target, reduction, ignore_index = ctx.params
+        return NllLossBackward.apply(
+            tg, logp, weight=weight, target=target, reduction=reduction, ignore_index=ignore_index
+        )
+
 
 class ZeroFill(Function):
     """the value of `t.zero_()`"""
@@ -2398,6 +3186,9 @@ class ZeroFill(Function):
 
     def backward(ctx, g):
         return (_zeros_like(g),)  # PyTorch's zeros_like(grad): +0, whatever g's signs
+
+    def jvp(ctx, ts, xs, r):
+        return _zeros_like(r)
 
 
 class FillScalar(Function):
@@ -2411,6 +3202,9 @@ class FillScalar(Function):
     def backward(ctx, g):
         return (_zeros_like(g),)
 
+    def jvp(ctx, ts, xs, r):
+        return _zeros_like(r)
+
 
 class FillTensor(Function):
     """the value of `t.fill_(0-d tensor)`"""
@@ -2422,6 +3216,10 @@ class FillTensor(Function):
 
     def backward(ctx, g):
         return _zeros_like(g), ops.sum(g)
+
+    def jvp(ctx, ts, xs, r):
+        tv = ts[1]
+        return _zeros_like(r) if tv is None else ops.expand(tv, r.data_.shape)
 
 
 class CopyFrom(Function):
@@ -2438,6 +3236,10 @@ class CopyFrom(Function):
 
     def backward(ctx, g):
         return _zeros_like(g), g
+
+    def jvp(ctx, ts, xs, r):
+        ts_ = ts[1]
+        return _zeros_like(r) if ts_ is None else ops.expand(ts_, r.data_.shape)
 
 
 def _all_functions() -> dict[str, type[Function]]:

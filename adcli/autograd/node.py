@@ -40,16 +40,48 @@ class SavedTensorError(RuntimeError):
         self.counter = counter
 
 
+# The (pack, unpack) pairs of the active `torch.autograd.graph.saved_tensors_hooks`
+# contexts, innermost last (see adcli/autograd/graph.py).
+SAVED_HOOKS: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
+
+# Nodes whose saved tensors PyTorch packs and unpacks in another order than adcli's
+# `save` keeps them: grad_fn name -> the slots in PyTorch's order.
+PACK_ORDER: dict[str, tuple[int, ...]] = {"DivBackward0": (1, 0), "PowBackward1": (1, 0, 2)}
+
+
+def _saved_in_order(tensors: tuple[Any, ...], order: tuple[int, ...]) -> tuple[Any, ...]:
+    """SavedTensors made (so packed) in PyTorch's order, kept in adcli's slots."""
+    out: list[Any] = list(tensors)
+    for i in order:
+        if i >= len(tensors):
+            continue  # the output's slot (save_output adds it later, last)
+        t = tensors[i]
+        out[i] = SavedTensor(t) if isinstance(t, Tensor) else t
+    return tuple(out)
+
+
 class SavedTensor:
-    """A tensor saved for backward, with the version it had when saved."""
+    """A tensor saved for backward, with the version it had when saved.  Under
+    saved-tensor hooks it keeps what `pack(tensor)` returned instead of the tensor,
+    and `unpack` gives back `unpack(packed)`."""
 
-    __slots__ = ("tensor", "data", "counter", "version", "is_output")
+    __slots__ = ("tensor", "data", "counter", "version", "is_output", "hooked")
 
-    def __init__(self, tensor: Tensor | None, *, output_data: Any = None, counter: Any = None):
+    def __init__(
+        self,
+        tensor: Tensor | None,
+        *,
+        output_data: Any = None,
+        counter: Any = None,
+        output: Tensor | None = None,
+    ):
+        self.hooked: tuple[Any, Callable[[Any], Any]] | None = None
         if tensor is not None:
             self.tensor = tensor
             self.data = None
             self.counter = c = tensor._vc
+            if type(c) is not list:  # an inference tensor (see grad_mode)
+                raise RuntimeError(grad_mode.INFERENCE_SAVED)
             self.is_output = False
         else:  # the node's own output: keep its data, not the tensor (no cycle)
             self.tensor = None
@@ -57,24 +89,37 @@ class SavedTensor:
             self.counter = c = counter
             self.is_output = True
         self.version = c[0]
+        if SAVED_HOOKS:
+            pack, unpack = SAVED_HOOKS[-1]
+            self.hooked = (pack(tensor if tensor is not None else output), unpack)
+            self.tensor = None
 
     def unpack(self, node: Function) -> Tensor:
         """The saved tensor, after checking that no in-place op changed it."""
         if self.counter[0] != self.version:
             raise SavedTensorError(_version_message(self, node), node, self.counter)
+        if self.hooked is not None:
+            packed, unpack = self.hooked
+            return unpack(packed)
         if self.is_output:
             # Rebuild the output as a tensor whose grad_fn is this node, so that
             # a backward formula using it is differentiable (double backward).
-            return Tensor._make(self.data, True, node, self.counter)
+            out = Tensor._make(self.data, True, node, self.counter)
+            if fw_hook is not None:  # the output's tangents go with it (forward over reverse)
+                fw_hook(node, None, out)
+            return out
         return self.tensor
 
 
 def short_name(node: Node) -> str:
     """A node's name as PyTorch's in-place errors print it: without "Backward" and a 0
-    suffix (Add, Exp, Unbind), keeping any other number (Pow2, Clamp1, Squeeze1)."""
+    suffix (Add, Exp, Unbind), keeping any other number (Pow2, Clamp1, Squeeze1); a
+    custom Function's node without its "Backward" suffix."""
     name = node.name()
     if name.endswith("Backward0"):
         return name[: -len("Backward0")]
+    if name.endswith("Backward"):  # a custom Function's node (ExpBackward): Exp
+        return name[: -len("Backward")]
     if name[-1:].isdigit() and "Backward" in name:
         return name.replace("Backward", "")
     return name
@@ -226,6 +271,9 @@ class Function(Node):
     tuple` returning one gradient per tensor input, written with Tensor
     operations so that it is itself differentiable.  Broadcast reduction and
     dtype casting of the returned gradients are done by the engine, not here.
+    A row may also declare `jvp(ctx, tangents, inputs, result)`, its forward-mode
+    rule: the output's tangent (None for zero) from one tangent per input (None for
+    zero), also in Tensor operations; see forward_ad.py.
     """
 
     __slots__ = ("saved", "needs_input_grad", "in_meta", "__dict__")
@@ -234,12 +282,14 @@ class Function(Node):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for meth in ("forward", "backward"):
+        for meth in ("forward", "backward", "jvp"):
             f = cls.__dict__.get(meth)
             if f is not None and not isinstance(f, staticmethod):
                 setattr(cls, meth, staticmethod(f))
         if "grad_fn_name" in cls.__dict__:
             Function.registry[cls.__name__] = cls
+            # what `type(y.grad_fn).__name__` says in a script, as in PyTorch
+            cls.__ad_type_name__ = cls.grad_fn_name
 
     @staticmethod
     def forward(ctx: Function, *args: Any, **params: Any) -> Any:  # pragma: no cover
@@ -256,8 +306,11 @@ class Function(Node):
         counts as saved, so a second backward through a freed graph raises as in PyTorch."""
         if True not in self.needs_input_grad:
             return  # not recorded (grad mode off, or no input needs grad): nothing to keep
+        if SAVED_HOOKS and self.grad_fn_name in PACK_ORDER:
+            self.saved = _saved_in_order(tensors, PACK_ORDER[self.grad_fn_name])
+            return
         # a list comprehension, not a generator: this runs once per recorded op
-        self.saved = tuple([SavedTensor(t) if type(t) is Tensor else t for t in tensors])
+        self.saved = tuple([SavedTensor(t) if isinstance(t, Tensor) else t for t in tensors])
 
     def save_output(self, *tensors: Tensor | None) -> None:
         """Ask `apply` to save this node's output for backward (exp, tanh, ...), after
@@ -275,6 +328,13 @@ class Function(Node):
         saved = self.saved
         if type(saved) is Freed:
             raise SavedTensorError(FREED_MESSAGE, self)
+        order = PACK_ORDER.get(self.grad_fn_name)
+        if order is not None and len(order) == len(saved):  # unpack in PyTorch's order
+            out: list[Any] = list(saved)
+            for i in order:
+                s = saved[i]
+                out[i] = s.unpack(self) if type(s) is SavedTensor else s
+            return tuple(out)
         # None and saved Python numbers pass through as they are
         return tuple([s.unpack(self) if type(s) is SavedTensor else s for s in saved])
 
@@ -302,7 +362,8 @@ class Function(Node):
         if grad_mode.state.enabled and cls.differentiable:
             needs = tuple(
                 [
-                    type(t) is Tensor and (t._requires_grad if t._base is None else t.requires_grad)
+                    isinstance(t, Tensor)
+                    and (t._requires_grad if t._base is None else t.requires_grad)
                     for t in inputs
                 ]
             )
@@ -314,8 +375,12 @@ class Function(Node):
             )
             data = cls.forward(ctx, *inputs, **params)
             if not cls.multi_output:
-                return Tensor._make(data)
-            return tuple([Tensor._make(d) for d in data])
+                out = Tensor._make(data)
+            else:
+                out = tuple([Tensor._make(d) for d in data])
+            if fw_hook is not None:  # forward AD: a dual level is open (forward_ad.py)
+                fw_hook(ctx, inputs, out)
+            return out
         ctx.needs_input_grad = needs
         data = cls.forward(ctx, *inputs, **params)
         # One pass over the inputs for the edges and the (shape, dtype) metas.  Both
@@ -324,7 +389,7 @@ class Function(Node):
         edges = []
         metas = []
         for t, need in zip(inputs, needs):  # noqa: B905 (same length by construction)
-            if type(t) is Tensor:
+            if isinstance(t, Tensor):
                 d = t.data_
                 key = (d.shape, d.dtype)
                 meta = _META.get(key)
@@ -354,7 +419,7 @@ class Function(Node):
         ctx._label = None
         if _config.record_inputs:  # adcli.symbolic (opt-in): operands/params for formulas
             ctx.sym_inputs = tuple(
-                SavedTensor(t) if type(t) is Tensor and not t._requires_grad else None
+                SavedTensor(t) if isinstance(t, Tensor) and not t._requires_grad else None
                 for t in inputs
             )
             ctx.sym_params = params
@@ -363,11 +428,15 @@ class Function(Node):
             ctx.outputs = weakref.ref(out)
             saved = ctx.saved
             if saved and saved[-1] is _OUTPUT:
-                own = SavedTensor(None, output_data=out.data_, counter=out._vc)
+                own = SavedTensor(None, output_data=out.data_, counter=out._vc, output=out)
                 ctx.saved = saved[:-1] + (own,)
+            if fw_hook is not None:
+                fw_hook(ctx, inputs, out)
             return out
         outs = tuple(Tensor._make(d, True, ctx, None, i) for i, d in enumerate(data))
         ctx.outputs = tuple(weakref.ref(o) for o in outs)
+        if fw_hook is not None:
+            fw_hook(ctx, inputs, outs)
         return outs
 
 
@@ -410,6 +479,10 @@ def _result_dtype(data: Any) -> Any:
 # tensor.Tensor, bound by tensor.py once the class exists (tensor.py imports this module).
 Tensor: Any = None
 
+# forward_ad.propagate while a dual level is open, else None: `apply` calls it with the
+# node, its inputs and its output(s), so an op costs one test when no level is open.
+fw_hook: Callable[..., None] | None = None
+
 
 def _tensor_class() -> Any:
     """tensor.Tensor."""
@@ -418,7 +491,7 @@ def _tensor_class() -> Any:
 
 def _edge(t: Tensor | None) -> tuple[Node | None, int]:
     """The (node, output index) a gradient for `t` flows to."""
-    if t is None or type(t) is not Tensor or not t.requires_grad:
+    if t is None or not isinstance(t, Tensor) or not t.requires_grad:
         return _NO_EDGE
     fn = t.grad_fn
     if fn is not None:

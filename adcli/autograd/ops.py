@@ -48,7 +48,7 @@ def as_tensor_like(v: Any, like: Tensor) -> Tensor:
 
 
 def _check_number(v: Any, what: str = "other") -> None:
-    if not isinstance(v, (int, float, bool)):
+    if not isinstance(v, (int, float, bool, np.number, np.bool_)):
         raise TypeError(
             f"unsupported operand type: expected a Tensor or a number for '{what}', "
             f"got {_type_name(v)}"
@@ -98,10 +98,10 @@ def _binary(
     number itself (the caller's row takes it as a constant operand: no wrapped
     tensor is built or saved); the dtype is then `a`'s, as a number of a category
     not above the tensor's never promotes it."""
-    if type(a) is Tensor:
+    if isinstance(a, Tensor):
         # fast paths: two tensors of one dtype; a float tensor and a Python number
         ad = a.data_
-        if type(b) is Tensor:
+        if isinstance(b, Tensor):
             bd = b.data_
             if ad.dtype is bd.dtype or ad.dtype == bd.dtype:
                 if check and ad.shape != bd.shape:
@@ -434,6 +434,41 @@ def softplus(a: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * a)) / beta"""
     _no_bool(a, "softplus_cpu")
     return F.Softplus.apply(a, beta=beta, threshold=threshold)
+
+
+def gelu(a: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x) (Phi the normal CDF); approximate='tanh' uses the tanh formula."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    _no_bool(a, "GeluKernelImpl")
+    return F.Gelu.apply(a, approximate=approximate)
+
+
+def elu(a: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """a if a > 0 else alpha * (exp(a) - 1)"""
+    _no_bool(a, "elu_cpu")
+    if inplace:
+        return a._inplace(lambda t: F.Elu.apply(t, alpha=alpha))
+    return F.Elu.apply(a, alpha=alpha)
+
+
+def silu(a: Tensor, inplace: bool = False) -> Tensor:
+    """a * sigmoid(a)"""
+    _no_bool(a, "silu_cpu")
+    if inplace:
+        return a._inplace(lambda t: F.Silu.apply(t))
+    return F.Silu.apply(a)
+
+
+def hardtanh(
+    a: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+) -> Tensor:
+    """a clamped to [min_val, max_val]"""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return a._inplace(lambda t: F.Hardtanh.apply(t, lo=min_val, hi=max_val))
+    return F.Hardtanh.apply(a, lo=min_val, hi=max_val)
 
 
 def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
@@ -2333,6 +2368,95 @@ def nll_loss(
     )
 
 
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    pos_weight: Tensor | None = None,
+) -> Tensor:
+    """binary_cross_entropy(sigmoid(input), target), computed stably from logits."""
+    r = _reduction(reduction, size_average, reduce)
+    if input.data_.shape != target.data_.shape:
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
+    dt = dtypes.result_type(input, target)
+    if weight is not None:
+        _broadcast_check(np.empty(input.data_.shape, bool), weight.data_)
+    if pos_weight is not None:
+        _broadcast_check(np.empty(input.data_.shape, bool), pos_weight.data_)
+    return F.BinaryCrossEntropyWithLogits.apply(
+        input, target, weight=weight, pos_weight=pos_weight, reduction=r, dtype=dt.np
+    )
+
+
+def embedding(
+    input: Tensor,
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """The rows of `weight` at the integer indices `input` (EmbeddingBackward0)."""
+    if padding_idx is not None:
+        n = weight.data_.shape[0]
+        if padding_idx > 0 and padding_idx >= n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -n:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx += n
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError(
+            "adcli does not support embedding with max_norm, scale_grad_by_freq or sparse yet"
+        )
+    idx = input.data_
+    if idx.dtype not in (np.int64, np.int32):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got torch.{input.dtype.legacy} instead (while checking "
+            "arguments for embedding)"
+        )
+    n = weight.data_.shape[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError("index out of range in self")
+    return F.Embedding.apply(weight, indices=idx.astype(np.int64), padding_idx=padding_idx)
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x1^T W x2 (+ bias) over the last dims (TrilinearBackward0, ViewBackward0, Add)."""
+    s1, s2 = input1.data_.shape, input2.data_.shape
+    if input1.data_.ndim != input2.data_.ndim:
+        raise RuntimeError(
+            f"bilinear(): input dimensions do not match: got {input1.data_.ndim} and "
+            f"{input2.data_.ndim}"
+        )
+    if s1[:-1] != s2[:-1]:
+        raise RuntimeError("bilinear(): input batch dimensions do not match")
+    o, i, j = weight.data_.shape
+    if s1[-1] != i:
+        raise RuntimeError(
+            f"bilinear(): input1 size does not match weight size: got {s1[-1]} but expected {i}"
+        )
+    if s2[-1] != j:
+        raise RuntimeError(
+            f"bilinear(): input2 size does not match weight size: got {s2[-1]} but expected {j}"
+        )
+    lead = s1[:-1]
+    n = math.prod(lead)
+    dt = dtypes.result_type(input1, weight, input2).np
+    core = F.Trilinear.apply(
+        reshape(input1, (n, i)), weight, reshape(input2, (n, j)), spec="ni,oij,nj->no", dtype=dt
+    )
+    out = view(core, lead + (o,))
+    return out if bias is None else add(out, bias)
+
+
 def _check_no_requires_grad(t: Tensor | None, arg: str, fn: str) -> None:
     """PyTorch refuses, while recording, an argument it has no derivative for."""
     if t is not None and grad_mode.state.enabled and t.requires_grad:
@@ -2457,11 +2581,25 @@ def _cross_entropy_smoothed(
     )
 
 
-def dropout(a: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
-    """Identity when not training (adcli has no random masks here)."""
-    if training and p > 0:
-        raise RuntimeError("adcli does not support torch.nn.functional.dropout in training yet")
-    return a
+def dropout(a: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability p and scale the rest by 1 / (1 - p), with
+    PyTorch's random numbers: a mask from bernoulli_(1 - p), i.e. a float64 uniform draw
+    per element below 1 - p (MulBackward0).  The input itself when not training."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0 or a.data_.size == 0:
+        return a
+    dt = a.data_.dtype
+    if p == 1:
+        noise = np.zeros((), dt)
+    else:
+        from . import random as _rng
+
+        keep = _rng.default_generator._uniform01(a.data_.size, "float64") < (1 - p)
+        noise = (keep.astype(dt) / np.asarray(1 - p, dt)).reshape(a.data_.shape)
+    if inplace:
+        return a._inplace(lambda t: mul(t, Tensor._make(noise)))
+    return mul(a, Tensor._make(noise))
 
 
 # ************************************************************ in-place helpers
@@ -2556,6 +2694,9 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
         )
         arr = data.data_.astype(dt.np if dt else data.data_.dtype, copy=True)
         return _finish(arr, requires_grad)
+    if isinstance(data, (np.ndarray, np.generic)):  # a NumPy array keeps its dtype (copied)
+        arr = np.array(data, copy=True)
+        return _finish(arr.astype((dt or dtypes.of_array(arr)).np), requires_grad)
     if isinstance(data, (list, tuple)):
         _check_ragged(data)
     inferred = dt or _infer_dtype(data)
@@ -2577,7 +2718,7 @@ def _check_ragged(data: Any) -> None:
                 raise ValueError(
                     f"expected sequence of length {lens[depth]} at dim {depth} (got {n})"
                 )
-            stack_.extend((x, depth + 1) for x in v)
+            stack_.extend((x, depth + 1) for x in reversed(v))  # first item first, as torch
 
 
 as_tensor = tensor
@@ -2710,12 +2851,24 @@ TENSOR_METHODS = (
 
 
 def _to(a: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    """`x.to(torch.float64)` (devices are accepted and ignored)."""
-    dt = kwargs.get("dtype")
-    for v in args:
-        if isinstance(v, DType):
-            dt = v
-    return a if dt is None else to_dtype(a, dt)
+    """`x.to(torch.float64)`, `x.to(device)`, `x.to(other)` (see legacy.tensor_to)."""
+    from .legacy import tensor_to
+
+    return tensor_to(a, *args, **kwargs)
+
+
+def _type_method(a: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+    """`x.type()` -> 'torch.FloatTensor'; `x.type(torch.DoubleTensor)` converts."""
+    from .legacy import tensor_type
+
+    return tensor_type(a, dtype, non_blocking, **kwargs)
+
+
+def _cuda_method(a: Tensor, device: Any = None, non_blocking: bool = False, **kw: Any) -> Any:
+    """`x.cuda()` fails as on a CPU-only PyTorch build."""
+    from .legacy import tensor_cuda
+
+    return tensor_cuda(a, device, non_blocking, **kw)
 
 
 def _where_method(a: Tensor, cond: Any, other: Any) -> Tensor:
@@ -2767,9 +2920,43 @@ def _inplace_unary(fn: Any) -> Any:
     return method
 
 
+def _random_fill(a: Tensor, what: str, draw: Any) -> Tensor:
+    """Write `draw(shape, dtype name)` into `a` in place (x.uniform_(), x.normal_():
+    PyTorch's random numbers, as nn.init uses them)."""
+    a._check_inplace()
+    if grad_mode.state.enabled and a.requires_grad:
+        raise NotImplementedError(
+            f"adcli does not support {what} on a tensor that requires grad yet"
+        )
+    name = a.dtype.name
+    if name not in ("float32", "float64", "float16"):
+        kernel = "check_uniform_bounds" if what == "uniform_" else "normal_kernel_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{a.dtype.legacy[:-6]}'")
+    np.copyto(a.data_, draw(a.data_.shape, name), casting="unsafe")
+    a._vc[0] += 1
+    return a
+
+
+def _uniform_(a: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None) -> Tensor:
+    from . import random as _rng
+
+    gen = generator if generator is not None else _rng.default_generator
+    return _random_fill(a, "uniform_", lambda shape, dt: gen.uniform(shape, low, high, dt))
+
+
+def _normal_(a: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
+    from . import random as _rng
+
+    gen = generator if generator is not None else _rng.default_generator
+    return _random_fill(a, "normal_", lambda shape, dt: gen.normal(shape, mean, std, dt))
+
+
 EXTRA_METHODS: dict[str, Any] = {
+    "uniform_": _uniform_,
+    "normal_": _normal_,
     "to": _to,
-    "type": _to,
+    "type": _type_method,
+    "cuda": _cuda_method,
     "float": lambda a: to_dtype(a, dtypes.float32),
     "double": lambda a: to_dtype(a, dtypes.float64),
     "half": lambda a: to_dtype(a, dtypes.float16),
@@ -2793,11 +2980,48 @@ EXTRA_METHODS: dict[str, Any] = {
     "abs_": _inplace_unary(abs),
     "sqrt_": _inplace_unary(sqrt),
     "log_": _inplace_unary(log),
-    "cpu": lambda a: a,
+    "cpu": lambda a, memory_format=None: a,
     "contiguous": contiguous,
     "is_contiguous": lambda a: bool(a.data_.flags.c_contiguous),
     "is_floating_point": lambda a: a.data_.dtype.kind == "f",
 }
+
+
+# In-place unary methods (`x.sin_()`) not written out in tensor.py or above, and the
+# `torch.sin_(x)` functions, which call the method (PyTorch has no torch.sign_/pow_).
+INPLACE_UNARY = (
+    "abs neg negative exp log log1p sqrt sin cos tan tanh sigmoid relu sign floor ceil "
+    "square reciprocal"
+).split()
+
+
+def _round_(a: Tensor, decimals: int = 0) -> Tensor:
+    return a._inplace(lambda t: round(t, decimals=decimals))
+
+
+def _torch_inplace(name: str) -> Any:
+    def fn(a: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(a, name)(*args, **kwargs)
+
+    fn.__name__ = name
+    return fn
+
+
+def inplace_functions() -> dict[str, Any]:
+    """`torch.exp_` and friends, by name."""
+    names = [n + "_" for n in INPLACE_UNARY if n != "sign"] + ["round_", "clamp_", "clip_"]
+    return {n: _torch_inplace(n) for n in names}
+
+
+def _add_inplace_methods() -> None:
+    for name in INPLACE_UNARY:
+        if name + "_" not in EXTRA_METHODS and not hasattr(Tensor, name + "_"):
+            EXTRA_METHODS[name + "_"] = _inplace_unary(globals()[name])
+    EXTRA_METHODS.setdefault("round_", _round_)
+    EXTRA_METHODS.setdefault("clip_", lambda a, min=None, max=None: a.clamp_(min, max))
+
+
+_add_inplace_methods()
 
 
 def _bind_methods() -> None:

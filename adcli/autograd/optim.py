@@ -76,6 +76,8 @@ class Optimizer:
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, g in enumerate(self.param_groups):
+            if i:
+                lines.append("")  # PyTorch separates the groups by an empty line
             lines.append(f"Parameter Group {i}")
             for k in sorted(k for k in g if k != "params"):
                 lines.append(f"    {k}: {g[k]}")
@@ -239,5 +241,165 @@ class Adam(Optimizer):
                 else:
                     denom = np.sqrt(v) / _f(bc2_sqrt, x) + _f(eps, x)
                 x += _f(-step_size, x) * (m / denom)
+                p._vc[0] += 1
+        return loss
+
+
+class RMSprop(Optimizer):
+    """RMSprop (optionally centered, with momentum and weight decay)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: Any = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        if lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if momentum < 0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if alpha < 0:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                momentum=momentum,
+                alpha=alpha,
+                eps=eps,
+                centered=centered,
+                weight_decay=weight_decay,
+                capturable=capturable,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+            ),
+        )
+
+    def step(self, closure: Any = None) -> Any:
+        """One RMSprop update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            wd, mom, centered = group["weight_decay"], group["momentum"], group["centered"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                g = p._grad.data_
+                if group["maximize"]:
+                    g = -g
+                st = self.state.setdefault(id(p), {})
+                if not st:
+                    st["step"] = 0
+                    st["square_avg"] = np.zeros_like(x)
+                    if mom > 0:
+                        st["momentum_buffer"] = np.zeros_like(x)
+                    if centered:
+                        st["grad_avg"] = np.zeros_like(x)
+                st["step"] += 1
+                if wd != 0:
+                    g = g + _f(wd, x) * x
+                sq = st["square_avg"]
+                sq *= _f(alpha, x)
+                sq += _f(1 - alpha, x) * g * g  # addcmul_: value * t1 * t2
+                if centered:
+                    ga = st["grad_avg"]
+                    ga += _f(1 - alpha, x) * (g - ga)  # lerp_
+                    avg = np.sqrt(sq + _f(-1, x) * ga * ga)
+                else:
+                    avg = np.sqrt(sq)
+                avg = avg + _f(eps, x)
+                if mom > 0:
+                    buf = st["momentum_buffer"]
+                    buf *= _f(mom, x)
+                    buf += g / avg  # addcdiv_ with value 1
+                    x += _f(-lr, x) * buf
+                else:
+                    x += _f(-lr, x) * g / avg  # addcdiv_: value * t1 / t2
+                p._vc[0] += 1
+        return loss
+
+
+class Adagrad(Optimizer):
+    """Adagrad (with learning-rate decay and weight decay)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach: Any = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: Any = None,
+    ) -> None:
+        if lr < 0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if lr_decay < 0:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if weight_decay < 0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if initial_accumulator_value < 0:
+            raise ValueError(
+                f"Invalid initial_accumulator_value value: {initial_accumulator_value}"
+            )
+        if eps < 0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                lr_decay=lr_decay,
+                eps=eps,
+                weight_decay=weight_decay,
+                initial_accumulator_value=initial_accumulator_value,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                fused=fused,
+            ),
+        )
+        # PyTorch fills the state at construction (sum = initial_accumulator_value)
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[id(p)] = {
+                    "step": 0,
+                    "sum": np.full_like(p.data_, group["initial_accumulator_value"]),
+                }
+
+    def step(self, closure: Any = None) -> Any:
+        """One Adagrad update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+            wd = group["weight_decay"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                g = p._grad.data_
+                if group["maximize"]:
+                    g = -g
+                st = self.state[id(p)]
+                st["step"] += 1
+                if wd != 0:
+                    g = g + _f(wd, x) * x
+                clr = lr / (1 + (st["step"] - 1) * lr_decay)
+                st["sum"] += g * g  # addcmul_ with value 1
+                std = np.sqrt(st["sum"]) + _f(eps, x)
+                x += _f(-clr, x) * g / std  # addcdiv_: value * t1 / t2
                 p._vc[0] += 1
         return loss

@@ -31,6 +31,7 @@ Python string formatting.  The rules (see PYTORCH-REFERENCE.md, section 2):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -55,9 +56,8 @@ INT_DTYPES: frozenset[str] = frozenset(
 )
 _ALL_DTYPES: frozenset[str] = FLOAT_DTYPES | INT_DTYPES | {"bool"}
 
-#: The default dtype: the only one that an *empty* tensor does not name.
-_DEFAULT_DTYPE = "float32"
-#: Dtypes that a non-empty tensor never names in its repr.
+#: Dtypes that a non-empty tensor never names in its repr (besides the default
+#: float dtype, float32 unless ``torch.set_default_dtype`` changed it).
 _IMPLICIT_DTYPES: frozenset[str] = frozenset({"float32", "int64", "bool", "complex64"})
 
 #: NumPy dtypes used to coerce ``data`` (bfloat16 has none: data is kept as is).
@@ -89,6 +89,53 @@ class PrintOptions:
 #: Torch's defaults (``torch.set_printoptions(profile="default")``).
 DEFAULT_PRINT_OPTIONS = PrintOptions()
 
+_PROFILES = {
+    "default": DEFAULT_PRINT_OPTIONS,
+    "short": PrintOptions(precision=2, edgeitems=2),
+    "full": PrintOptions(threshold=math.inf),
+}
+
+
+class _Current:
+    """What ``print(tensor)`` uses now: ``torch.set_printoptions`` and the default
+    float dtype (``torch.set_default_dtype``) change it; a host resets it per run."""
+
+    options: PrintOptions = DEFAULT_PRINT_OPTIONS
+    default_dtype: str = "float32"
+
+
+current = _Current()
+
+
+def set_printoptions(
+    precision: int | None = None,
+    threshold: float | None = None,
+    edgeitems: int | None = None,
+    linewidth: int | None = None,
+    profile: str | None = None,
+    sci_mode: bool | None = None,
+) -> None:
+    """``torch.set_printoptions``: a profile first, then each option given; ``sci_mode``
+    is set on every call (omitting it means "decide automatically" again)."""
+    base = _PROFILES.get(profile, current.options) if profile is not None else current.options
+    changes = {
+        k: v
+        for k, v in (
+            ("precision", precision),
+            ("threshold", threshold),
+            ("edgeitems", edgeitems),
+            ("linewidth", linewidth),
+        )
+        if v is not None
+    }
+    current.options = dataclasses.replace(base, sci_mode=sci_mode, **changes)
+
+
+def reset_print_state() -> None:
+    """PyTorch's fresh-process print options and default dtype."""
+    current.options = DEFAULT_PRINT_OPTIONS
+    current.default_dtype = "float32"
+
 
 def format_dtype(dtype: str) -> str:
     """Return ``str(torch.<dtype>)``, e.g. ``"float32"`` -> ``"torch.float32"``."""
@@ -108,7 +155,8 @@ def format_tensor(
     *,
     grad_fn: str | None = None,
     requires_grad: bool = False,
-    options: PrintOptions = DEFAULT_PRINT_OPTIONS,
+    options: PrintOptions | None = None,
+    tangent: str | None = None,
 ) -> str:
     """Return exactly what ``repr(t)`` gives in PyTorch 2.13 for a CPU tensor.
 
@@ -123,14 +171,17 @@ def format_tensor(
             or ``None`` for a leaf.  Printed as ``grad_fn=<MulBackward0>``.
         requires_grad: printed as ``requires_grad=True`` only when there is
             no ``grad_fn`` (i.e. for leaves), as torch does.
-        options: print options (``torch.set_printoptions``); torch's defaults
-            unless given.
+        options: print options; the current ``torch.set_printoptions`` unless given.
+        tangent: a dual tensor's ``tangent=...`` suffix (forward AD), printed last.
 
     Returns:
         The text, possibly spanning several lines (no trailing newline).
     """
     if dtype not in _ALL_DTYPES:
         raise ValueError(f"unsupported dtype name: {dtype!r}")
+    if options is None:
+        options = current.options
+    default = current.default_dtype
     np_dtype = _NUMPY_DTYPES.get(dtype)
     array = np.asarray(data) if np_dtype is None else np.asarray(data, dtype=np_dtype)
     indent = len(_PREFIX)
@@ -142,13 +193,13 @@ def format_tensor(
         body = "[]"
         if array.ndim != 1:
             suffixes.append("size=" + str(tuple(int(n) for n in array.shape)))
-        if dtype != _DEFAULT_DTYPE:
+        if dtype != default:
             suffixes.append("dtype=" + format_dtype(dtype))
     else:
         if not options.edgeitems:
             # torch shows only "[...]" and the size when edgeitems is 0.
             suffixes.append("size=" + str(tuple(int(n) for n in array.shape)))
-        if dtype not in _IMPLICIT_DTYPES:
+        if dtype != default and (dtype not in _IMPLICIT_DTYPES or dtype == "float32"):
             suffixes.append("dtype=" + format_dtype(dtype))
         body = _format_contents(array, dtype in FLOAT_DTYPES, indent, options)
 
@@ -156,6 +207,8 @@ def format_tensor(
         suffixes.append(f"grad_fn=<{grad_fn}>")
     elif requires_grad:
         suffixes.append("requires_grad=True")
+    if tangent is not None:
+        suffixes.append(tangent)
     return _add_suffixes(_PREFIX + body, suffixes, indent, options.linewidth)
 
 

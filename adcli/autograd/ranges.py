@@ -7,10 +7,10 @@ these into fused multiply-adds (one rounding), and `arange` runs SIMD blocks who
 lanes are `base + k * step` from a rounded block base.  NumPy has no fused
 multiply-add, so `fma` below computes one exactly from error-free transformations.
 
-Modelled: AVX2 kernels (PyTorch's default CPU capability) on one thread.  Above
-32768 elements PyTorch splits an arange between its threads, which moves the SIMD
-blocks, so a long float arange may differ in the last bit from a multi-threaded
-PyTorch.  Half-precision results are not modelled bit for bit.
+Modelled: AVX2 kernels (PyTorch's default CPU capability).  From 32768 elements
+PyTorch splits an arange between its threads, each with its own SIMD blocks: the
+thread count is `summation.threads()`.  Half-precision results are not modelled
+bit for bit.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+
+from .summation import GRAIN, thread_chunks, threads
 
 # AVX2 lanes per vector (PyTorch's default CPU capability): 8 floats, 4 doubles
 _VECTOR_BYTES = 32
@@ -130,16 +132,22 @@ def linspace_values(start: float, end: float, steps: int, dt: np.dtype) -> np.nd
 def arange_values(start: float, step: float, n: int, dt: np.dtype) -> np.ndarray:
     """PyTorch's float arange: `start + step * i` in double, cast to the output dtype;
     blocks of two SIMD vectors compute lane k as `base + k * step` from the block's
-    base (itself cast to the output dtype first), the tail one element at a time."""
+    base (itself cast to the output dtype first), the tail one element at a time.
+    From 32768 elements each thread runs its own chunk, with its own blocks."""
     dt = np.dtype(dt)
     i = np.arange(n, dtype=np.float64)
     scalar = fma(np.full(n, step), i, np.full(n, float(start)), np.dtype(np.float64)).astype(dt)
     lanes = _VECTOR_BYTES // dt.itemsize
-    blocked = (n // (2 * lanes)) * 2 * lanes
-    if blocked == 0 or dt.itemsize < 4:
+    if dt.itemsize < 4:
         return scalar
-    base = scalar[:blocked:lanes].astype(np.float64)  # each vector's first element
-    k = np.tile(np.arange(lanes, dtype=np.float64), len(base))
-    lane = fma(np.full(blocked, step), k, np.repeat(base, lanes), np.dtype(np.float64))
-    scalar[:blocked] = lane.astype(dt)
+    nthreads = threads()
+    chunks = [(0, n)] if n < GRAIN or nthreads == 1 else thread_chunks(n, nthreads, GRAIN)
+    for begin, end in chunks:
+        blocked = ((end - begin) // (2 * lanes)) * 2 * lanes
+        if blocked == 0:
+            continue
+        base = scalar[begin : begin + blocked : lanes].astype(np.float64)  # each vector's first
+        k = np.tile(np.arange(lanes, dtype=np.float64), len(base))
+        lane = fma(np.full(blocked, step), k, np.repeat(base, lanes), np.dtype(np.float64))
+        scalar[begin : begin + blocked] = lane.astype(dt)
     return scalar

@@ -81,7 +81,8 @@ class Tensor:
         t._grad = None
         t._grad_fn = grad_fn
         t._output_nr = output_nr
-        t._vc = vc if vc is not None else [0]
+        # (an inference tensor's counter in inference mode: see grad_mode)
+        t._vc = vc if vc is not None else [0] if not grad_mode.state.inference else _new_vc()
         t._acc_ref = None
         t._hooks = None
         t._retains_grad = False
@@ -91,13 +92,18 @@ class Tensor:
         t._label = None
         return t
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # pragma: no cover - use torch.tensor
-        raise TypeError("use torch.tensor(...) to make a tensor")
+    def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
+        """`torch.Tensor(...)`: PyTorch's legacy constructor (sizes or data)."""
+        from .legacy import new_default
+
+        return new_default(args, kwargs)
 
     # -------------------------------------------------------------- attributes
     @property
     def data(self) -> Tensor:
         """The same values, detached and outside version tracking (`x.data`)."""
+        if type(self._vc) is not list:  # an inference tensor's .data is one too
+            return Tensor._make(self.data_, vc=grad_mode.InferenceCounter((0,)))
         return Tensor._make(self.data_)
 
     @data.setter
@@ -199,7 +205,13 @@ class Tensor:
                 f"only Tensors of floating point {'and complex ' if setter else ''}dtype "
                 "can require gradients"
             )
+        if value and type(self._vc) is not list and not grad_mode.state.inference:
+            raise RuntimeError(grad_mode.INFERENCE_REQUIRES_GRAD)
         self._requires_grad = value
+
+    def is_inference(self) -> bool:
+        """Was this tensor made in inference mode (`torch.inference_mode`)?"""
+        return type(self._vc) is not list
 
     @property
     def grad(self) -> Tensor | None:
@@ -247,9 +259,16 @@ class Tensor:
         return self._vc[0]
 
     @property
-    def device(self) -> str:
-        """Always `cpu`."""
-        return "cpu"
+    def device(self) -> Any:
+        """Always the CPU: `device(type='cpu')`."""
+        from .legacy import tensor_device
+
+        return tensor_device(self)
+
+    @property
+    def is_cuda(self) -> bool:
+        """Always False: adcli runs on the CPU."""
+        return False
 
     @property
     def T(self) -> Tensor:
@@ -356,14 +375,16 @@ class Tensor:
         """Nested Python lists of numbers."""
         return self.data_.tolist()
 
-    def numpy(self) -> np.ndarray:
-        """The NumPy array (only for tensors that do not require grad)."""
-        if self.requires_grad:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """A NumPy copy of the values (only for tensors that do not require grad, unless
+        `force`). PyTorch shares the memory; a copy keeps scripts from changing a
+        tensor behind autograd's back."""
+        if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
-        return self.data_
+        return self.data_.copy()
 
     def _scalar(self, kind: str) -> float | int | bool:
         if self.data_.size != 1:
@@ -419,8 +440,17 @@ class Tensor:
             name = node.grad_fn_name if node is not None else None
         except RuntimeError:  # a view whose node can no longer be re-derived
             name = "Invalid"
+        tangent = None
+        if _node.fw_hook is not None:  # a dual level is open: show the tangent
+            from .forward_ad import tangent_text
+
+            tangent = tangent_text(self)
         return format_tensor(
-            self.data_, self.dtype.name, grad_fn=name, requires_grad=self.requires_grad
+            self.data_,
+            self.dtype.name,
+            grad_fn=name,
+            requires_grad=self.requires_grad,
+            tangent=tangent,
         )
 
     __str__ = __repr__
@@ -457,6 +487,8 @@ class Tensor:
         if not _overlap_ok:
             check_no_overlap(self.data_)
             check_no_partial_overlap(self.data_, args)
+        # forward AD: the tangents self will have, stored once its values are written
+        fw = _fw_inplace(self, fn, args, kwargs) if _node.fw_hook is not None else None
         record = grad_mode.state.enabled and (
             self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
         )
@@ -465,11 +497,11 @@ class Tensor:
                 result = fn(self, *args, **kwargs)
             _write(self, result.data_)
             self._vc[0] += 1
-            return self
+            return self if fw is None else _fw_write(self, fw)
         if self._base is not None:
             done = ops.inplace_on_view(self, fn, args, kwargs)
             if done is not None:
-                return done
+                return done if fw is None else _fw_write(done, fw)
         # the pre-update value is a copy: its own version counter, so the op's saved
         # `self` (the original value, as PyTorch keeps it) is not invalidated below
         snapshot = Tensor._make(
@@ -480,7 +512,7 @@ class Tensor:
         _write(self, result.data_)
         self._vc[0] += 1
         _adopt_node(self, result)
-        return self
+        return self if fw is None else _fw_write(self, fw)
 
     def zero_(self) -> Tensor:
         """Fill with zeros in place."""
@@ -520,7 +552,7 @@ class Tensor:
         return self._inplace(ops.floor_divide, other)
 
     def __ifloordiv__(self, other: Any) -> Tensor:
-        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+        if not isinstance(other, Tensor) and not isinstance(other, _SCALARS):
             return NotImplemented  # Python's own TypeError, as for the other operators
         return self.floor_divide_(other)
 
@@ -542,32 +574,36 @@ class Tensor:
         return self._inplace(ops.exp)
 
     def __iadd__(self, other: Any) -> Tensor:
-        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+        if not isinstance(other, Tensor) and not isinstance(other, _SCALARS):
             return NotImplemented
         return self.add_(other)
 
     def __isub__(self, other: Any) -> Tensor:
-        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+        if not isinstance(other, Tensor) and not isinstance(other, _SCALARS):
             return NotImplemented
         return self.sub_(other)
 
     def __imul__(self, other: Any) -> Tensor:
-        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+        if not isinstance(other, Tensor) and not isinstance(other, _SCALARS):
             return NotImplemented
         return self.mul_(other)
 
     def __itruediv__(self, other: Any) -> Tensor:
-        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+        if not isinstance(other, Tensor) and not isinstance(other, _SCALARS):
             return NotImplemented
         return self.div_(other)
 
     def __ipow__(self, other: Any) -> Tensor:
-        if type(other) is not Tensor and not isinstance(other, _SCALARS):
+        if not isinstance(other, Tensor) and not isinstance(other, _SCALARS):
             return NotImplemented
         return self.pow_(other)
 
     def __setitem__(self, index: Any, value: Any) -> None:
         ops.setitem(self, index, value)
+        if _node.fw_hook is not None:  # forward AD: the value's tangent goes there too
+            from .forward_ad import after_setitem
+
+            after_setitem(self, index, value)
 
     def __getitem__(self, index: Any) -> Tensor:
         return ops.getitem(self, index)
@@ -577,57 +613,57 @@ class Tensor:
     # Python raises its own TypeError ("unsupported operand type(s) for -=: 'Tensor'
     # and 'NoneType'"), as torch's operators do.
     def __add__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.add(self, o)
 
     def __radd__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.add(self, o)
 
     def __sub__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.sub(self, o)
 
     def __rsub__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.rsub(self, o)
 
     def __mul__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.mul(self, o)
 
     def __rmul__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.mul(o, self) if isinstance(o, Tensor) else ops.mul(self, o)
 
     def __truediv__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.div(self, o)
 
     def __rtruediv__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.rdiv(self, o)
 
     def __floordiv__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.floor_divide(self, o)
 
     def __rfloordiv__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.floor_divide(ops.as_tensor_like(o, self), self)
 
     def __mod__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.remainder(self, o)
 
@@ -637,22 +673,22 @@ class Tensor:
         return ops.remainder(o, self)
 
     def __pow__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.pow(self, o)
 
     def __rpow__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.rpow(self, o)
 
     def __matmul__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor:
+        if not isinstance(o, Tensor):
             return NotImplemented
         return ops.matmul(self, o)
 
     def __rmatmul__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor:
+        if not isinstance(o, Tensor):
             return NotImplemented
         return ops.matmul(o, self)
 
@@ -669,37 +705,37 @@ class Tensor:
         return ops.bitwise_not(self)
 
     def __and__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.bitwise("and", self, o)
 
     def __or__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.bitwise("or", self, o)
 
     def __xor__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.bitwise("xor", self, o)
 
     def __lt__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.compare("lt", self, o)
 
     def __le__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.compare("le", self, o)
 
     def __gt__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.compare("gt", self, o)
 
     def __ge__(self, o: Any) -> Tensor:
-        if type(o) is not Tensor and not isinstance(o, _SCALARS):
+        if not isinstance(o, Tensor) and not isinstance(o, _SCALARS):
             return NotImplemented
         return ops.compare("ge", self, o)
 
@@ -710,8 +746,9 @@ class Tensor:
         return ops.compare("ne", self, o)
 
 
-# The Python numbers a tensor operator takes as its other operand (bool is an int).
-_SCALARS = (int, float)
+# The numbers a tensor operator takes as its other operand (bool is an int; NumPy
+# scalars count as Python numbers, as in PyTorch).
+_SCALARS = (int, float, np.number, np.bool_)
 
 
 OVERLAP_MESSAGE = (
@@ -808,6 +845,21 @@ def _adopt_node(t: Tensor, result: Tensor) -> None:
         _register_retain(t)
 
 
+def _fw_inplace(t: Tensor, fn: Callable[..., Tensor], args: Any, kwargs: Any) -> Any:
+    """Forward AD (a dual level is open): t's tangents after the in-place op, or None."""
+    from .forward_ad import inplace_tangents
+
+    return inplace_tangents(t, fn, args, kwargs)
+
+
+def _fw_write(t: Tensor, tangents: Any) -> Tensor:
+    """Forward AD: store the tangents t has after an in-place op; returns t."""
+    from .forward_ad import write_tangents
+
+    write_tangents(t, tangents)
+    return t
+
+
 def _register_retain(t: Tensor) -> None:
     node = t.grad_fn
     if node.retained is None:
@@ -830,6 +882,8 @@ def _norm_dim(dim: int, ndim: int) -> int:
     return dim % n
 
 
+_new_vc = grad_mode.new_counter
+
 from . import node as _node  # noqa: E402
 
 _node.Tensor = Tensor  # Function.apply makes tensors (node.py cannot import this module)
@@ -839,3 +893,6 @@ from . import ops  # noqa: E402  (ops needs Tensor defined first)
 # What scripts may assign on a tensor; what they may read (`__ad_attrs__`) is set by
 # ops.py once it has bound the operation methods.
 Tensor.__ad_settable__ = frozenset({"grad", "requires_grad", "data"})
+Tensor.__module__ = "torch"  # print(type(x)) shows <class 'torch.Tensor'>, as in PyTorch
+# NumPy operators (`np.float64(2) * x`, `arr + x`) leave tensors to Tensor's own operators
+Tensor.__array_ufunc__ = None

@@ -125,6 +125,13 @@ def _at(node: Any, span: Span) -> Any:
     return node
 
 
+# `from __future__ import X`: the features Python 3 knows (all already in effect here).
+_FUTURE_FEATURES = frozenset(
+    "nested_scopes generators division absolute_import with_statement print_function"
+    " unicode_literals barry_as_FLUFL generator_stop annotations".split()
+)
+
+
 def _name(ident: str, ctx: Any = None) -> py.Name:
     return py.Name(id=ident, ctx=ctx or py.Load())
 
@@ -842,6 +849,12 @@ class Translator:
         return _locate(out, s.span) + self.assigned(names, s.span)  # type: ignore[operator]
 
     def s_ImportFrom(self, s: ast.ImportFrom) -> list[py.stmt]:
+        if s.module == "__future__":
+            # Python 2 compatibility lines in old tutorials: accepted, no effect
+            for a in s.names:
+                if a.name not in _FUTURE_FEATURES:
+                    raise self.error(f"future feature {a.name} is not defined", a.span)
+            return [_at(py.Pass(), s.span)]
         mod = self.temp()
         out: list[py.stmt] = [
             py.Assign(

@@ -40,6 +40,7 @@ from adcli.lang.guard import (
     context_manager,
     format_field,
     get_attribute,
+    host_import,
     is_script_class,
     make_attribute_guards,
     make_operator_helpers,
@@ -158,6 +159,8 @@ class Interpreter:
         self._fixed_span: tuple[Span, Source] | None = None
         self._run_builtins = self._helpers()
         self._run_builtins.update(table)
+        # for C code running in a script's frame (scripts cannot name it: see host_import)
+        self._run_builtins["__import__"] = host_import
         self.globals: dict[str, object] = {"__builtins__": self._run_builtins}
 
     # ------------------------------------------------------------- public

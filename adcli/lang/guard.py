@@ -9,7 +9,9 @@ modules, files or dunders):
   class's ``__name__`` (``type(e).__name__``), on ``super()`` the dunder
   methods a script class may define (``super().__init__(...)``), and
   single-underscore names a script sets or defines on its own instances and
-  classes (``self._prev``; see `script_name_ok`).
+  classes (``self._prev``; see `script_name_ok`), and reading a ``_saved_*``
+  name a host class lists in ``__ad_attrs__`` (PyTorch's ``grad_fn._saved_self``
+  and friends, see adcli/autograd/saved_attrs.py).
 - Reading ``obj.name`` needs ``name in type(obj).__ad_attrs__`` (declared by
   the host's classes), or `obj` to be a `Namespace`, or a whitelisted method
   of a plain list/dict/str/tuple, or `obj` to be an instance (or a class)
@@ -18,6 +20,9 @@ modules, files or dunders):
   classes and exceptions are refused.
 - Writing ``obj.name = v`` needs ``name in type(obj).__ad_settable__`` (or a
   script class instance).
+- A host class marked ``__ad_open__ = True`` (an autograd ``ctx``) also lets
+  scripts write any public name its class does not define into the instance's
+  ``__dict__``, and read it back from there.
 - ``with`` needs ``type(obj).__ad_context__ is True`` (or a script class).
 - A script class may define only `DEFINABLE_DUNDERS`, and derive only from
   script classes, the exception classes in `EXCEPTIONS` and host classes
@@ -54,6 +59,7 @@ __all__ = [
     "context_manager",
     "format_field",
     "get_attribute",
+    "host_import",
     "is_script_class",
     "make_attribute_guards",
     "make_builtins",
@@ -340,9 +346,24 @@ _PLAIN = frozenset(
         (dict, "items"),
         (dict, "get"),
         (dict, "pop"),
-        (dict, "update"),
+        (dict, "popitem"),
+        (dict, "clear"),
         (dict, "copy"),
         (dict, "setdefault"),
+        # set and frozenset (the methods taking iterables are in _guarded_method)
+        (set, "add"),
+        (set, "discard"),
+        (set, "remove"),
+        (set, "pop"),
+        (set, "clear"),
+        (set, "copy"),
+        (set, "issubset"),
+        (set, "issuperset"),
+        (set, "isdisjoint"),
+        (frozenset, "copy"),
+        (frozenset, "issubset"),
+        (frozenset, "issuperset"),
+        (frozenset, "isdisjoint"),
         # str
         (str, "split"),
         (str, "strip"),
@@ -362,9 +383,39 @@ _PLAIN = frozenset(
 )
 
 
+_PLAIN_TYPES = (list, dict, str, tuple, set, frozenset)
+_SET_METHODS = frozenset(
+    "union intersection difference symmetric_difference update intersection_update"
+    " difference_update symmetric_difference_update".split()
+)
+_FROZEN_METHODS = frozenset("union intersection difference symmetric_difference".split())
+
+
 def _guarded_method(obj: Any, name: str, guards: Guards) -> Callable | None:
     """Whitelisted methods that could build huge results get a checking wrapper."""
     t = type(obj)
+    if (t is set and name in _SET_METHODS) or (t is frozenset and name in _FROZEN_METHODS):
+        method = getattr(obj, name)
+
+        def set_method(*others: Iterable[Any]) -> Any:
+            items = [o if type(o) in (set, frozenset) else guards.materialize(o) for o in others]
+            guards.check_len(len(obj) + sum(len(o) for o in items), "set")
+            return method(*items)
+
+        set_method.__name__ = name
+        return set_method
+    if t is dict and name == "update":
+
+        def update(*args: Any, **kwargs: Any) -> None:
+            if len(args) > 1:
+                raise TypeError(f"update expected at most 1 argument, got {len(args)}")
+            src = args[0] if args else {}
+            if not isinstance(src, dict):
+                src = guards.materialize(src, "dict")
+            guards.check_len(len(obj) + len(src) + len(kwargs), "dict")
+            obj.update(src, **kwargs)
+
+        return update
     if t is list and name == "extend":
 
         def extend(iterable: Iterable[Any]) -> None:
@@ -406,9 +457,20 @@ def _guarded_method(obj: Any, name: str, guards: Guards) -> Callable | None:
     return None
 
 
+#: Attribute readers for foreign classes a host exposes (NumPy arrays, scalars and
+#: dtypes): type -> reader(obj, name), which returns the attribute or raises.
+ATTRIBUTE_READERS: dict[type, Callable[[Any, str], Any]] = {}
+#: What ``type(x)`` gives a script for these real types: stand-ins that check
+#: ``isinstance`` but cannot construct objects from raw memory (``numpy.ndarray``).
+TYPE_PROXIES: dict[type, type] = {}
+
+
 def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
     """``obj.name`` as a script may see it (see the module docstring)."""
     t = _public_type(obj, name)
+    reader = ATTRIBUTE_READERS.get(t)
+    if reader is not None:
+        return reader(obj, name)
     if t is Namespace:
         try:
             return obj.__ad_members__[name]
@@ -416,14 +478,20 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
             raise AttributeError(missing_member(obj.__ad_name__, name)) from None
     if _declares(t, "__ad_attrs__", name):
         return getattr(obj, name)
+    if getattr(t, "__ad_open__", False) is True:
+        # a host object scripts keep their own attributes on (an autograd ctx)
+        try:
+            return obj.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'") from None
     if (t, name) in _PLAIN:
         return getattr(obj, name)
-    if t in (list, str):
+    if t in (list, str, set, frozenset, dict):
         wrapped = _guarded_method(obj, name, guards)
         if wrapped is not None:
             return wrapped
     declared = getattr(t, "__ad_attrs__", None) is not None
-    if not declared and t not in (list, dict, str, tuple) and _has_attr(obj, name):
+    if not declared and t not in _PLAIN_TYPES and _has_attr(obj, name):
         raise SandboxError(
             f"attribute '{name}' of '{t.__name__}' objects is not available in adcli scripts"
         )
@@ -431,8 +499,12 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
 
 
 def _public_type(obj: Any, name: str) -> type:
-    """type(obj), after refusing any name starting with an underscore."""
-    if name[:1] == "_":
+    """type(obj), after refusing any name starting with an underscore, except the
+    one documented exception: `_saved_*` names a host class lists in its
+    ``__ad_attrs__`` (the saved values of autograd nodes, `grad_fn._saved_self`)."""
+    if name[:1] == "_" and not (
+        name.startswith("_saved_") and _declares(type(obj), "__ad_attrs__", name)
+    ):
         raise refuse_private(name)
     return type(obj)
 
@@ -468,6 +540,14 @@ def set_attribute(obj: Any, name: str, value: Any) -> None:
     if _declares(t, "__ad_settable__", name):
         setattr(obj, name, value)
         return
+    if getattr(t, "__ad_open__", False) is True and not _declares(t, "__ad_attrs__", name):
+        if hasattr(t, name):  # one of the host's own names: writing it would confuse adcli
+            raise SandboxError(
+                f"attribute '{name}' of '{t.__name__}' objects is used by adcli: "
+                "choose another name"
+            )
+        obj.__dict__[name] = value  # the script's own name
+        return
     readable = getattr(t, "__ad_attrs__", None)
     if _declares(t, "__ad_attrs__", name):
         raise AttributeError(f"attribute '{name}' of '{t.__name__}' objects is not writable")
@@ -477,9 +557,16 @@ def set_attribute(obj: Any, name: str, value: Any) -> None:
 
 
 def delete_attribute(obj: Any, name: str) -> None:
-    """``del obj.name``: never allowed."""
+    """``del obj.name``: only a script's own attribute of an ``__ad_open__`` object."""
     if name[:1] == "_":
         raise refuse_private(name)
+    t = type(obj)
+    if getattr(t, "__ad_open__", False) is True and not hasattr(t, name):
+        try:
+            del obj.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'") from None
+        return
     raise SandboxError(f"cannot delete attribute '{name}' in adcli scripts")
 
 
@@ -543,6 +630,30 @@ def make_print(write: Callable[[str], object] | None = None) -> Callable[..., No
     return print
 
 
+class _BuiltinType(type):
+    """A Python container type as scripts see it (`list`, `tuple`, `dict`, `set`,
+    `frozenset`): calling it goes through a size-checked constructor, while
+    ``isinstance``, ``type(x) is list`` and printing behave as with the real type."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.ad_make(*args, **kwargs)  # type: ignore[attr-defined]
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, cls.ad_type)  # type: ignore[attr-defined]
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(getattr(sub, "ad_type", sub), cls.ad_type)  # type: ignore[attr-defined]
+
+    def __repr__(cls) -> str:
+        return f"<class '{cls.__name__}'>"
+
+
+def _builtin_type(real: type, make: Callable[..., Any]) -> type:
+    return _BuiltinType(
+        real.__name__, (), {"ad_type": real, "ad_make": staticmethod(make), "__slots__": ()}
+    )
+
+
 def make_builtins(
     guards: Guards, write: Callable[[str], object] | None = None
 ) -> dict[str, object]:
@@ -554,6 +665,14 @@ def make_builtins(
 
     def tuple_(iterable: Iterable[Any] = ()) -> tuple:
         return tuple(materialize(iterable, "tuple"))
+
+    def set_(iterable: Iterable[Any] = ()) -> set:
+        return set(iterable if type(iterable) in (set, frozenset) else materialize(iterable, "set"))
+
+    def frozenset_(iterable: Iterable[Any] = ()) -> frozenset:
+        return frozenset(
+            iterable if type(iterable) in (set, frozenset) else materialize(iterable, "set")
+        )
 
     def dict_(*args: Any, **kwargs: Any) -> dict:
         if len(args) > 1:
@@ -648,10 +767,14 @@ def make_builtins(
         "min": min_,
         "max": max_,
         "sum": sum_,
-        "list": list_,
-        "tuple": tuple_,
-        "dict": dict_,
+        "list": _builtin_type(list, list_),
+        "tuple": _builtin_type(tuple, tuple_),
+        "dict": _builtin_type(dict, dict_),
+        "set": _builtin_type(set, set_),
+        "frozenset": _builtin_type(frozenset, frozenset_),
         "zip": zip,
+        "map": map,
+        "filter": filter,
         "enumerate": enumerate,
         "reversed": reversed,
         "sorted": sorted_,
@@ -734,7 +857,7 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
     def get(obj: Any, name: str) -> Any:
         t = type(obj)
         if t is Namespace:  # the common case first: torch.exp, F.relu...
-            if name[:1] != "_":
+            if name[:1] != "_" or name == "__version__":
                 try:
                     return obj.__ad_members__[name]
                 except KeyError:
@@ -747,9 +870,14 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
                 return getattr(obj, name)
             raise refuse_private(name) if name[:1] == "_" else _no_attr(obj, name)
         if isinstance(obj, type):
-            if name == "__name__":
-                return obj.__name__
+            if name == "__name__":  # a host class may answer with PyTorch's name for it
+                shown = obj.__dict__.get("__ad_type_name__")
+                return shown if isinstance(shown, str) else obj.__name__
             if script_name_ok(name) and is_script_class(obj) and _script_names(obj, name):
+                return getattr(obj, name)
+            # a host class's own class-level API (nn.Embedding.from_pretrained)
+            class_attrs = obj.__dict__.get("__ad_class_attrs__")
+            if type(class_attrs) is frozenset and name in class_attrs:
                 return getattr(obj, name)
         elif script_name_ok(name) and _is_script_instance(t):
             d = getattr(obj, "__dict__", None)
@@ -822,10 +950,34 @@ _type.__name__ = _type.__qualname__ = "type"
 def make_script_builtins(guards: Guards) -> dict[str, object]:
     """The pure builtins plus the class builtins scripts see (no runtime helpers)."""
     table = make_builtins(guards)
-    classes = (isinstance, issubclass, super, property, staticmethod, classmethod, set)
+    classes = (isinstance, issubclass, super, property, staticmethod, classmethod)
     table.update({f.__name__: f for f in classes + (next, iter, callable)})
-    table["type"] = _type
+    # type([]) is the script's `list`; type(an ndarray) a stand-in (TYPE_PROXIES)
+    proxies = {t.ad_type: t for t in table.values() if type(t) is _BuiltinType}
+
+    def type_(*args: Any) -> type:
+        cls = _type(*args)
+        return proxies.get(cls) or TYPE_PROXIES.get(cls, cls)
+
+    type_.__name__ = type_.__qualname__ = "type"
+    table["type"] = type_
     return table
+
+
+# Packages whose C code imports its own helpers lazily while a script's frame is the
+# current one (NumPy's ndarray.sum, repr...): CPython then looks `__import__` up in
+# the script's builtins.
+_HOST_PACKAGES = frozenset({"numpy"})
+
+
+def host_import(
+    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+) -> Any:
+    """The ``__import__`` in a script's builtins. Scripts cannot name it (the compiler
+    renames every dunder identifier); it serves only the host packages' own imports."""
+    if level == 0 and name.split(".")[0] in _HOST_PACKAGES:
+        return __import__(name, globals, locals, fromlist, level)
+    raise ImportError(f"import of '{name}' is not available in adcli scripts")
 
 
 def make_operator_helpers(guards: Guards) -> dict[str, Callable]:

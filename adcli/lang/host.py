@@ -59,10 +59,11 @@ class Namespace:
 
 def missing_member(module: str, name: str) -> str:
     """The message for a name a module lacks: a PyTorch name adcli lacks says so."""
-    from adcli.lang.pytorch_names import PYTORCH_NAMES
+    from adcli.lang.pytorch_names import PYTORCH_NAMES, alternative
 
     if name in PYTORCH_NAMES.get(module, ()):
-        return f"adcli does not support {module}.{name} yet"
+        hint = alternative(f"{module}.{name}")
+        return f"adcli does not support {module}.{name}" + (f": {hint}" if hint else " yet")
     return f"module '{module}' has no attribute '{name}'"
 
 

@@ -21,9 +21,10 @@ from lark.lark import PostLex
 from adcli.errors import ScriptSyntaxError
 from adcli.lang import ast
 from adcli.lang.build import Builder, validate
+from adcli.lang.limits import MAX_SCRIPT_CHARS, check_text
 from adcli.source import Source, Span
 
-__all__ = ["parse", "parse_expression", "get_lark"]
+__all__ = ["parse", "parse_expression", "get_lark", "MAX_SCRIPT_CHARS"]
 
 _OPEN = {"LPAR": "(", "LSQB": "[", "LBRACE": "{"}
 _CLOSE = {"RPAR": ")", "RSQB": "]", "RBRACE": "}"}
@@ -532,9 +533,11 @@ def parse(source: Source) -> ast.Module:
     """Parse a whole script into an `ast.Module`.
 
     Raises ScriptSyntaxError (kind "SyntaxError", "IndentationError", or
-    "LimitError" for absurd nesting) with the position and Python's wording.
+    "LimitError" for absurd size or nesting, see `adcli.lang.limits`) with the
+    position and Python's wording.
     """
     text = source.text
+    check_text(source, text)  # size, line length, nesting: before any parsing work
     if not text.endswith("\n"):
         text += "\n"  # Lark's indenter needs a final newline (PITFALLS.md)
     m = _FIRST_INDENT.match(text)

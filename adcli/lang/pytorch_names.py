@@ -383,3 +383,50 @@ PYTORCH_NAMES: dict[str, frozenset[str]] = {
         ).split()
     ),
 }
+
+_NO_CONV = "convolution layers are not available in adcli: use torch.nn.Linear on flattened inputs"
+_NO_POOL = "pooling layers are not available in adcli: use tensor.max(dim) or tensor.mean(dim)"
+_NO_NORM = "normalisation layers are not available in adcli: normalise with mean() and std()"
+_NO_RNN = (
+    "recurrent layers are not available in adcli: write the recurrence with torch.nn.Linear "
+    "in a for loop"
+)
+_NO_FILES = "adcli scripts cannot read or write files"
+_NO_DATA = (
+    "datasets and data loaders are not available in adcli: make tensors with torch.randn "
+    "and slice mini-batches with torch.randperm"
+)
+
+#: What to use instead of a PyTorch name adcli lacks, by dotted name (a module's entry
+#: covers everything inside it).
+ALTERNATIVES: dict[str, str] = {
+    "torch.save": _NO_FILES,
+    "torch.load": _NO_FILES,
+    "torch.utils": _NO_DATA,
+    "torch.utils.data": _NO_DATA,
+    "torch.jit": "TorchScript is not available in adcli: call the function or module directly",
+    "torch.compile": "compilation is not available in adcli: call the function or module directly",
+    "torch.distributions": "use torch.randn, torch.rand and torch.randint for random numbers",
+    "torch.optim.lr_scheduler": "change optimizer.param_groups' learning rate by hand instead",
+}
+for _module, _names, _hint in (
+    ("torch.nn", "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d", _NO_CONV),
+    ("torch.nn.functional", "conv1d conv2d conv3d conv_transpose1d conv_transpose2d", _NO_CONV),
+    ("torch", "conv1d conv2d conv3d", _NO_CONV),
+    ("torch.nn", "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AdaptiveAvgPool2d", _NO_POOL),
+    ("torch.nn.functional", "max_pool1d max_pool2d avg_pool1d avg_pool2d", _NO_POOL),
+    ("torch.nn", "BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm", _NO_NORM),
+    ("torch.nn.functional", "batch_norm layer_norm group_norm", _NO_NORM),
+    ("torch.nn", "RNN LSTM GRU RNNCell LSTMCell GRUCell", _NO_RNN),
+):
+    ALTERNATIVES.update({f"{_module}.{n}": _hint for n in _names.split()})
+
+
+def alternative(dotted: str) -> str | None:
+    """The hint for `dotted`, from its own entry or that of the closest module around it."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 1, -1):
+        hint = ALTERNATIVES.get(".".join(parts[:i]))
+        if hint is not None:
+            return hint
+    return None

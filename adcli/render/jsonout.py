@@ -189,7 +189,7 @@ def kind_of(v: Any) -> str:
     name = type(v).__name__
     if hasattr(v, "step") and hasattr(v, "zero_grad"):
         return "optimizer"
-    explicit = getattr(v, "__ad_kind__", None)
+    explicit = getattr(type(v), "__ad_kind__", None)  # an instance's kind, not a class's
     if isinstance(explicit, str):
         return explicit
     if "namespace" in name.lower() or "module" in name.lower():

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from adcli.autograd import engine
+from adcli.autograd.custom import user_backward_name
 from adcli.autograd.engine import BackwardEvent, TraceEntry
 from adcli.autograd.node import AccumulateGrad, Node
 from adcli.autograd.printing import PrintOptions, format_tensor
@@ -86,6 +87,8 @@ class Row:
     rule: str | None = None
     node: Any = field(default=None, repr=False, compare=False)
     output_nr: int = 0
+    # a custom autograd.Function's node: the script's method that computes its gradient
+    user_backward: str | None = None
 
     @property
     def kind(self) -> str:
@@ -434,6 +437,7 @@ def _row(it: _Item, event_kind: str, inputs: list[Tensor] | None) -> Row:
         released=bool(it.entry is not None and it.entry.released),
         node=it.node,  # for adcli.symbolic
         output_nr=it.index,
+        user_backward=None if is_leaf else user_backward_name(node),
     )
 
 
@@ -603,12 +607,28 @@ def _notes(
     items: list[_Item], event: BackwardEvent | None, names: dict[tuple[int, int], str]
 ) -> list[str]:
     notes: list[str] = []
+    notes += _capped(_custom_notes(items), "custom Functions")
     notes += _capped(_nonleaf_notes(items), "tensors that are not leaves")
     if event is not None:
         notes += _freed_notes(items, event)
         notes += _capped(_broadcast_notes(items, names), "gradients summed over broadcast dims")
         notes += _capped(_hook_notes(items), "hooks that changed a gradient")
     return notes
+
+
+def _custom_notes(items: list[_Item]) -> list[str]:
+    """One note per custom autograd.Function class: its backward is the script's."""
+    seen: dict[str, str] = {}
+    for it in items:
+        if it.node is not None and it.first:
+            method = user_backward_name(it.node)
+            if method is not None:
+                seen.setdefault(it.node.grad_fn_name, method)
+    return [
+        f"{name} is a custom autograd.Function: its gradients come from {method}, "
+        "written in the script"
+        for name, method in seen.items()
+    ]
 
 
 def _nonleaf_notes(items: list[_Item]) -> list[str]:

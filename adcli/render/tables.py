@@ -290,7 +290,10 @@ def _column_cell(row: Row, col: str, full: bool, *, short: bool = False) -> Text
     if col == "is_leaf":
         return Text(_flag(row.is_leaf, short))
     if col == "grad_fn":
-        return Text(row.grad_fn or "None", style="" if row.is_leaf else _OP)
+        text = Text(row.grad_fn or "None", style="" if row.is_leaf else _OP)
+        if row.user_backward:  # a custom autograd.Function (a note names its backward)
+            text.append(" (custom)", style=_NOTE)
+        return text
     if col == "value":
         return _value_cell(row.value, row.dtype, full)
     if col == "flowed grad":

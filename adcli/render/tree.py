@@ -11,8 +11,8 @@ of 100,000 nodes draws without touching the recursion limit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from adcli.autograd.node import AccumulateGrad, Node
@@ -20,6 +20,7 @@ from adcli.autograd.tensor import Tensor
 from adcli.provenance import Label
 from adcli.provenance import label_of as _default_label_of
 
+from .labels import data_line, grad_line
 from .report import _no_gc, format_shape
 
 LabelOf = Callable[[Any], "Label | None"]
@@ -42,6 +43,40 @@ class _Info:
     shape: str
     is_leaf: bool
     is_root: bool = False
+    data: str | None = None  # `data 2.0000` when drawing with Values
+    grad: str | None = None  # `grad -3.0000`
+
+
+@dataclass
+class Values:
+    """Label nodes with their values and gradients too, as micrograd's draw_dot does.
+
+    `flowed` maps a node to the gradients that flowed into it in the last backward
+    pass that went through it (a non-leaf keeps no `.grad`); `ran` says a backward
+    pass ran at all, so that a node it missed is labelled `grad None`.
+    """
+
+    flowed: Mapping[Node, Sequence[Any]] = field(default_factory=dict)
+    ran: bool = False
+
+
+def _value_lines(
+    node: Node, t: Tensor | None, lab: Label | None, values: Values
+) -> tuple[str | None, str | None]:
+    """The `data ...` and `grad ...` lines of one node."""
+    data = t.data_ if t is not None else (lab.value if lab is not None else None)
+    grad = None
+    if t is not None and t._grad is not None:  # a leaf's .grad, or a retained one
+        grad = t._grad.data_
+    elif isinstance(node, AccumulateGrad):  # a leaf says what its .grad holds: None
+        return data_line(data), grad_line(None)
+    else:  # a non-leaf keeps no .grad: the gradient that flowed into it
+        flowed = values.flowed.get(node)
+        if flowed:
+            g = flowed[0]
+            grad = getattr(g, "data_", g)
+    known = values.ran or grad is not None
+    return data_line(data), grad_line(grad, known=known)
 
 
 def _roots(t: Tensor | Sequence[Tensor]) -> list[Tensor]:
@@ -97,7 +132,9 @@ def _collect(roots: list[Node]) -> list[Node]:
     return order
 
 
-def _infos(order: list[Node], roots: list[Node], label_of: LabelOf) -> dict[Node, _Info]:
+def _infos(
+    order: list[Node], roots: list[Node], label_of: LabelOf, values: Values | None = None
+) -> dict[Node, _Info]:
     infos: dict[Node, _Info] = {}
     # shape and dtype of outputs no longer alive, from what their users recorded
     metas: dict[Node, Any] = {}
@@ -134,7 +171,10 @@ def _infos(order: list[Node], roots: list[Node], label_of: LabelOf) -> dict[Node
             title = name_shown
         else:
             title = node.grad_fn_name
-        infos[node] = _Info(f"n{i}", name, title, shape, leaf, node in root_set)
+        info = _Info(f"n{i}", name, title, shape, leaf, node in root_set)
+        if values is not None:
+            info.data, info.grad = _value_lines(node, t, lab, values)
+        infos[node] = info
     return infos
 
 
@@ -142,14 +182,19 @@ def _infos(order: list[Node], roots: list[Node], label_of: LabelOf) -> dict[Node
 
 
 def _line(info: _Info) -> str:
+    extra = "".join(f"  {x}" for x in (info.data, info.grad) if x)
     if info.is_leaf:
-        return f"{info.title}  leaf  {info.shape}".rstrip()
+        return f"{info.title}  leaf  {info.shape}".rstrip() + extra
     named = f" → {info.name}" if info.name else ""
-    return f"{info.title}{named}  {info.shape}".rstrip()
+    return f"{info.title}{named}  {info.shape}".rstrip() + extra
 
 
 def _graph_tree(
-    t: Tensor | Sequence[Tensor], label_of: LabelOf = _default_label_of, *, full: bool = False
+    t: Tensor | Sequence[Tensor],
+    label_of: LabelOf = _default_label_of,
+    *,
+    full: bool = False,
+    values: Values | None = None,
 ) -> str:
     """The graph behind `t` as a tree, root first; a node reached again is shown
     once more as `(see above)` without its inputs. Long chains of similar
@@ -162,12 +207,14 @@ def _graph_tree(
         if node is None:
             lab = label_of(x)
             name = (lab.name or lab.expr) if lab is not None else "tensor"
-            lines.append(f"{name}  {format_shape(x.data_.shape)}  (no graph: requires_grad=False)")
+            data = f"  {data_line(x.data_)}" if values is not None else ""
+            shape = format_shape(x.data_.shape)
+            lines.append(f"{name}  {shape}{data}  (no graph: requires_grad=False)")
         else:
             root_nodes.append(node)
     if not root_nodes:
         return "\n".join(lines) + "\n"
-    infos = _infos(_collect(root_nodes), root_nodes, label_of)
+    infos = _infos(_collect(root_nodes), root_nodes, label_of, values)
     shown: set[Node] = set()
     pending: list[Node] = []  # subtrees too deep to indent: drawn again from column 0
     starts = list(dict.fromkeys(root_nodes))
@@ -255,12 +302,12 @@ def _chain(start: Node, infos: dict[Node, _Info], shown: set[Node]) -> list[Node
 
 
 def _graph(
-    t: Tensor | Sequence[Tensor], label_of: LabelOf
+    t: Tensor | Sequence[Tensor], label_of: LabelOf, values: Values | None = None
 ) -> tuple[list[_Info], list[tuple[int, int]]]:
     tensors = _roots(t)
     root_nodes = [n for n in (_node_of(x) for x in tensors) if n is not None]
     order = _collect(root_nodes)
-    infos = _infos(order, root_nodes, label_of)
+    infos = _infos(order, root_nodes, label_of, values)
     index = {node: i for i, node in enumerate(order)}
     edges = sorted(
         (index[nxt], index[node])
@@ -274,19 +321,22 @@ def _graph(
         if _node_of(x) is None:  # a tensor without a graph: one plain box
             lab = label_of(x)
             name = (lab.name or lab.expr) if lab is not None else "tensor"
-            nodes.append(_Info(f"n{extra}", name, name, format_shape(x.data_.shape), True, True))
+            info = _Info(f"n{extra}", name, name, format_shape(x.data_.shape), True, True)
+            if values is not None:
+                info.data = data_line(x.data_)
+            nodes.append(info)
             extra += 1
     return nodes, edges
 
 
 def _box_lines(info: _Info) -> list[str]:
-    if info.is_leaf:
-        return [info.title, info.shape] if info.shape else [info.title]
     lines = [info.title]
-    if info.name:
+    if info.name and not info.is_leaf:
         lines.append(info.name)
-    if info.shape:
+    # with values shown, a float32 scalar's `[]` says nothing more
+    if info.shape and not (info.shape == "[]" and info.data):
         lines.append(info.shape)
+    lines += [x for x in (info.data, info.grad) if x]
     return lines
 
 
@@ -294,9 +344,12 @@ def _dot_escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _graph_dot(t: Tensor | Sequence[Tensor], label_of: LabelOf = _default_label_of) -> str:
-    """Graphviz DOT text of the graph behind `t` (edges point from input to user)."""
-    nodes, edges = _graph(t, label_of)
+def _graph_dot(
+    t: Tensor | Sequence[Tensor],
+    label_of: LabelOf = _default_label_of,
+    values: Values | None = None,
+) -> str:
+    nodes, edges = _graph(t, label_of, values)
     out = [
         "digraph adcli {",
         '  node [shape=box, style="filled,rounded", fontname="monospace", fontsize=10];',
@@ -318,9 +371,12 @@ def _mermaid_escape(s: str) -> str:
     return s.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
 
-def _graph_mermaid(t: Tensor | Sequence[Tensor], label_of: LabelOf = _default_label_of) -> str:
-    """Mermaid flowchart text of the graph behind `t` (edges point from input to user)."""
-    nodes, edges = _graph(t, label_of)
+def _graph_mermaid(
+    t: Tensor | Sequence[Tensor],
+    label_of: LabelOf = _default_label_of,
+    values: Values | None = None,
+) -> str:
+    nodes, edges = _graph(t, label_of, values)
     out = ["flowchart TB"]
     for info in nodes:
         label = "<br/>".join(_mermaid_escape(s) for s in _box_lines(info))
@@ -344,23 +400,37 @@ def _cls(info: _Info) -> str:
 
 
 def graph_tree(
-    t: Tensor | Sequence[Tensor], label_of: LabelOf = _default_label_of, *, full: bool = False
+    t: Tensor | Sequence[Tensor],
+    label_of: LabelOf = _default_label_of,
+    *,
+    full: bool = False,
+    values: Values | None = None,
 ) -> str:
     """The graph behind `t` as a tree, root first; a node reached again is shown
     once more as `(see above)` without its inputs. Long chains of similar
     single-input nodes are folded unless `full`; subtrees deeper than MAX_INDENT
     levels are drawn again below, from the left margin, as `[1]`, `[2]`, ..."""
     with _no_gc():
-        return _graph_tree(t, label_of, full=full)
+        return _graph_tree(t, label_of, full=full, values=values)
 
 
-def graph_dot(t: Tensor | Sequence[Tensor], label_of: LabelOf = _default_label_of) -> str:
-    """Graphviz DOT text of the graph behind `t` (edges point from input to user)."""
+def graph_dot(
+    t: Tensor | Sequence[Tensor],
+    label_of: LabelOf = _default_label_of,
+    values: Values | None = None,
+) -> str:
+    """Graphviz DOT text of the graph behind `t` (edges point from input to user);
+    with `values`, each box also shows the node's value and gradient."""
     with _no_gc():
-        return _graph_dot(t, label_of)
+        return _graph_dot(t, label_of, values)
 
 
-def graph_mermaid(t: Tensor | Sequence[Tensor], label_of: LabelOf = _default_label_of) -> str:
-    """Mermaid flowchart text of the graph behind `t` (edges point from input to user)."""
+def graph_mermaid(
+    t: Tensor | Sequence[Tensor],
+    label_of: LabelOf = _default_label_of,
+    values: Values | None = None,
+) -> str:
+    """Mermaid flowchart text of the graph behind `t` (edges point from input to user);
+    with `values`, each box also shows the node's value and gradient."""
     with _no_gc():
-        return _graph_mermaid(t, label_of)
+        return _graph_mermaid(t, label_of, values)

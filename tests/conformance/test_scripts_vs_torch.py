@@ -99,12 +99,18 @@ def _torch_value(v: Any, depth: int = 0) -> Any:
         }
     if isinstance(v, (list, tuple)) and depth < 64:
         return [_torch_value(x, depth + 1) for x in v]
+    if type(v).__name__ == "ndarray":  # NumPy arrays: adcli's JSON gives their values
+        return v.tolist()
     if isinstance(v, torch.dtype):
         return {"type": "dtype"}
     if isinstance(v, types.ModuleType):
         return {"type": "module"}
     if isinstance(v, torch.optim.Optimizer):
         return {"type": "optimizer"}
+    if isinstance(v, torch.nn.Module):
+        return {"type": "nn_module"}
+    if isinstance(v, type):  # a class (an autograd.Function has next_functions too)
+        return {"type": "function"}
     if type(v).__name__.endswith("Backward0") or hasattr(v, "next_functions"):
         return {"type": "grad_fn"}
     if callable(v):
@@ -182,7 +188,7 @@ def compare_values(a: Any, t: Any, path: str, problems: list[str]) -> None:
     if isinstance(t, dict):  # an object JSON cannot hold
         if not isinstance(a, dict) or "type" not in a:
             problems.append(f"{path}: adcli {a!r} != torch object {t['type']}")
-        elif t["type"] in ("module", "function", "optimizer", "dtype", "grad_fn"):
+        elif t["type"] in ("module", "function", "optimizer", "dtype", "grad_fn", "nn_module"):
             if a["type"] != t["type"]:
                 problems.append(f"{path}: adcli kind {a['type']!r} != torch {t['type']!r}")
         return

@@ -1,0 +1,87 @@
+"""`torch.nn` for adcli scripts: Module and Parameter, layers, activations, losses,
+`nn.init` and `nn.utils`, on the autograd engine of adcli.autograd.
+
+`tables()` gives the importable modules' members (wired into torchapi.module_table).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..autograd import ops
+from . import activation, containers, init, layers, loss, utils
+from .module import Module
+from .parameter import Parameter
+
+MODULE_CLASSES: tuple[type[Module], ...] = (
+    Module,
+    containers.Sequential,
+    containers.ModuleList,
+    containers.ModuleDict,
+    layers.Identity,
+    layers.Linear,
+    layers.Bilinear,
+    layers.Embedding,
+    layers.Flatten,
+    layers.Unflatten,
+    layers.Dropout,
+    activation.ReLU,
+    activation.LeakyReLU,
+    activation.Sigmoid,
+    activation.Tanh,
+    activation.Softmax,
+    activation.LogSoftmax,
+    activation.GELU,
+    activation.ELU,
+    activation.Softplus,
+    activation.Hardtanh,
+    activation.SiLU,
+    loss.MSELoss,
+    loss.L1Loss,
+    loss.BCELoss,
+    loss.BCEWithLogitsLoss,
+    loss.NLLLoss,
+    loss.CrossEntropyLoss,
+)
+
+# Scripts may subclass every layer (the sandbox reads the mark in the class's own dict).
+for _cls in MODULE_CLASSES:
+    type.__setattr__(_cls, "__ad_subclass__", True)
+
+# New torch.nn.functional names (the older ones are listed in torchapi.FUNCTIONAL_OPS).
+FUNCTIONAL_NAMES = (
+    "gelu elu silu hardtanh binary_cross_entropy_with_logits embedding bilinear dropout"
+).split()
+
+INIT_NAMES = (
+    "uniform_ normal_ constant_ ones_ zeros_ eye_ xavier_uniform_ xavier_normal_ "
+    "kaiming_uniform_ kaiming_normal_ calculate_gain"
+).split()
+
+
+def tables() -> dict[str, dict[str, Any]]:
+    """The members of torch.nn, torch.nn.init, torch.nn.utils, torch.nn.parameter and
+    the new torch.nn.functional names, by dotted module name."""
+    nn: dict[str, Any] = {cls.__name__: cls for cls in MODULE_CLASSES}
+    nn.update(
+        Parameter=Parameter,
+        functional="module:torch.nn.functional",
+        init="module:torch.nn.init",
+        utils="module:torch.nn.utils",
+        parameter="module:torch.nn.parameter",
+    )
+    return {
+        "torch.nn": nn,
+        "torch.nn.init": {name: getattr(init, name) for name in INIT_NAMES},
+        "torch.nn.utils": {
+            "clip_grad_norm_": utils.clip_grad_norm_,
+            "clip_grad_value_": utils.clip_grad_value_,
+            "parameters_to_vector": utils.parameters_to_vector,
+            "vector_to_parameters": utils.vector_to_parameters,
+        },
+        "torch.nn.parameter": {"Parameter": Parameter},
+        "torch.nn.functional": {name: getattr(ops, name) for name in FUNCTIONAL_NAMES},
+    }
+
+
+__all__ = ["MODULE_CLASSES", "Module", "Parameter", "tables"]

@@ -1,0 +1,230 @@
+"""The legacy API and the Python glue (issue 12, items 3 and 5) without torch:
+what cannot be compared with PyTorch (escapes through NumPy, limits, copies where
+PyTorch shares memory, settings that must not leak from one run to the next) and
+the wording of what stays unsupported. The behaviour that PyTorch shares is in
+tests/conformance/scripts/legacy_*.ad and glue_*.ad."""
+
+# ruff: noqa: E501 - tables of source snippets read best one per line
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from adcli.options import RunOptions
+from adcli.runner import _Streams, run_text
+
+
+def run(text: str) -> tuple[int, str]:
+    buf = io.StringIO()
+    code = run_text(text, "u.ad", RunOptions(quiet=True), _Streams(buf, buf))
+    return code, buf.getvalue()
+
+
+def first_error(text: str) -> str:
+    code, out = run(text)
+    assert code == 1, out
+    assert "Traceback" not in out
+    return out.splitlines()[0]
+
+
+NP = "import numpy as np\na = np.ones(3)\n"
+
+NUMPY_ESCAPES = [
+    # (script, part of the first error line)
+    (NP + "np.load('x.npy')\n", "SandboxError: module 'numpy' has no attribute 'load'"),
+    (NP + "np.save('x.npy', a)\n", "module 'numpy' has no attribute 'save'"),
+    (NP + "np.fromfile('x')\n", "module 'numpy' has no attribute 'fromfile'"),
+    (NP + "np.lib\n", "module 'numpy' has no attribute 'lib'"),
+    (NP + "np.ctypeslib\n", "module 'numpy' has no attribute 'ctypeslib'"),
+    (NP + "np.frompyfunc\n", "module 'numpy' has no attribute 'frompyfunc'"),
+    (NP + "np.vectorize\n", "module 'numpy' has no attribute 'vectorize'"),
+    ("import numpy.lib\n", "adcli does not support numpy.lib"),
+    ("from numpy import ctypeslib\n", "cannot import name 'ctypeslib' from 'numpy'"),
+    (NP + "a.ctypes\n", "adcli does not support numpy.ndarray.ctypes"),
+    (NP + "a.tofile('x')\n", "adcli does not support numpy.ndarray.tofile"),
+    (NP + "a.dump('x')\n", "adcli does not support numpy.ndarray.dump"),
+    (NP + "a.view()\n", "adcli does not support numpy.ndarray.view"),
+    (NP + "a.base\n", "adcli does not support numpy.ndarray.base"),
+    (NP + "a.data\n", "adcli does not support numpy.ndarray.data"),
+    (NP + "a.flat\n", "adcli does not support numpy.ndarray.flat"),
+    (NP + "a.__array_interface__\n", "attribute '__array_interface__' is not available"),
+    (NP + "a.__class__\n", "attribute '__class__' is not available"),
+    (NP + "a.sum.__self__\n", "attribute '__self__' is not available"),
+    (NP + "a.dtype.type\n", "adcli does not support numpy.dtype.type"),
+    (NP + "a[0].__class__.__mro__\n", "attribute '__class__' is not available"),
+    (NP + "np.ndarray((2,))\n", "np.ndarray(...) is not available in adcli scripts"),
+    (NP + "type(a)((2,), buffer=a)\n", "np.ndarray(...) is not available in adcli scripts"),
+    (NP + "np.array([1], dtype=type(None))\n", "Cannot interpret"),
+    (NP + "np.array([1], dtype='O')\n", "supports bool, integer and float dtypes only"),
+    (NP + "a.astype('O')\n", "supports bool, integer and float dtypes only"),
+    (NP + "np.array(['a', 'b'])\n", "supports bool, integer and float arrays only"),
+    (NP + "np.array([print])\n", "supports bool, integer and float arrays only"),
+    (NP + "np.random.__dict__\n", "attribute '__dict__' is not available"),
+    (NP + "np.random.RandomState\n", "module 'numpy.random' has no attribute 'RandomState'"),
+    (NP + "np.zeros(10**10)\n", "exceeds the size limit"),
+    (NP + "np.ones((100000, 100000))\n", "exceeds the size limit"),
+    (NP + "np.random.randn(100000, 100000)\n", "exceeds the size limit"),
+    (NP + "np.arange(1e12)\n", "exceeds the size limit"),
+    (NP + "np.tile(a, 10**9)\n", "exceeds the size limit"),
+    (NP + "np.outer(np.ones(10**5), np.ones(10**5))\n", "exceeds the size limit"),
+    # the importer C code uses is unreachable from scripts
+    ("__import__('os')\n", "name '__import__' is not defined"),
+    ("print(__builtins__)\n", "name '__builtins__' is not defined"),
+]
+
+
+@pytest.mark.parametrize("script, message", NUMPY_ESCAPES)
+def test_numpy_escape_attempts_fail(script: str, message: str) -> None:
+    line = first_error(script)
+    assert message.removeprefix("SandboxError: ") in line
+
+
+@pytest.mark.parametrize(
+    "script, message",
+    [
+        ("s = set(range(10**8))\n", "longer than the limit"),
+        ("d = {}\nd.update(zip(range(10**8), range(10**8)))\n", "longer than the limit"),
+        ("s = {1}\ns.update(range(10**8))\n", "longer than the limit"),
+        ("s = {1}\ns.union(range(10**8))\n", "longer than the limit"),
+        ("import math\nmath.factorial(10**7)\n", "LimitError: factorial of about"),
+        ("import math\nmath.comb(10**7, 5 * 10**6)\n", "LimitError: comb of about"),
+        ("import math\nmath.prod([2**60] * 10**5)\n", "LimitError: integer result"),
+        ("import random\nrandom.choices([1], k=10**9)\n", "LimitError: random.choices"),
+        ("import random\nrandom.getrandbits(10**9)\n", "LimitError"),
+    ],
+)
+def test_glue_is_bounded(script: str, message: str) -> None:
+    assert message in first_error(script)
+
+
+def test_numpy_arrays_never_share_a_tensors_memory() -> None:
+    code, out = run(
+        "import torch\nimport numpy as np\n"
+        "x = torch.zeros(2)\nn = x.numpy()\nn[0] = 5.0\nprint(x)\n"
+        "a = np.zeros(2)\nt = torch.from_numpy(a)\na[0] = 7.0\nprint(t)\n"
+        "u = torch.tensor(a)\na[1] = 9.0\nprint(u)\n"
+    )
+    assert code == 0, out
+    assert out.splitlines()[:3] == [
+        "tensor([0., 0.])",
+        "tensor([0., 0.], dtype=torch.float64)",
+        "tensor([7., 0.], dtype=torch.float64)",
+    ]
+
+
+def test_numpy_random_is_numpys_own_and_fresh_per_run() -> None:
+    import numpy as np
+
+    script = "import numpy as np\nnp.random.seed(3)\nprint(np.random.randn(3).tolist())\n"
+    code, out = run(script)
+    assert code == 0, out
+    assert out.strip() == str(np.random.RandomState(3).randn(3).tolist())
+
+
+def test_settings_do_not_leak_into_the_next_run() -> None:
+    code, out = run(
+        "import torch\ntorch.set_default_dtype(torch.float64)\n"
+        "torch.set_printoptions(precision=1)\ntorch.set_default_device('cuda')\nprint(1)\n"
+    )
+    assert code == 0, out
+    code, out = run("import torch\nprint(torch.tensor([1.25]), torch.get_default_dtype())\n")
+    assert code == 0, out
+    assert out.strip() == "tensor([1.2500]) torch.float32"
+
+
+def test_default_device_cuda_fails_at_the_next_factory() -> None:
+    line = first_error("import torch\ntorch.set_default_device('cuda')\nx = torch.ones(2)\n")
+    assert line == "u.ad:3:5: error: AssertionError: Torch not compiled with CUDA enabled"
+
+
+def test_future_imports_are_accepted_and_change_nothing() -> None:
+    code, out = run(
+        "from __future__ import print_function, division, absolute_import, unicode_literals\n"
+        "import torch\nprint(7 / 2, 7 // 2)\n"
+    )
+    assert (code, out) == (0, "3.5 3\n")
+    line = first_error("from __future__ import braces\n")
+    assert line == "u.ad:1:24: error: SyntaxError: future feature braces is not defined"
+
+
+def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
+    # jcjohnson/pytorch-examples autograd/two_layer_net_autograd.py reads loss.data[0]:
+    # PyTorch 2.13 refuses it, with this sentence.
+    script = (
+        "import torch\nfrom torch.autograd import Variable\n"
+        "dtype = torch.FloatTensor\n"
+        "x = Variable(torch.randn(4, 3).type(dtype), requires_grad=False)\n"
+        "w1 = Variable(torch.randn(3, 2).type(dtype), requires_grad=True)\n"
+        "loss = x.mm(w1).clamp(min=0).pow(2).sum()\n"
+        "print(0, loss.data[0])\n"
+    )
+    line = first_error(script)
+    assert line == (
+        "u.ad:7:10: error: IndexError: invalid index of a 0-dim tensor. Use `tensor.item()` "
+        "in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+    )
+
+
+@pytest.mark.parametrize(
+    "script, message",
+    [
+        (
+            "import pandas as pd\n",
+            "ModuleNotFoundError: adcli does not support the module 'pandas': use Python lists",
+        ),
+        (
+            "import matplotlib.pyplot as plt\n",
+            "adcli does not support the module 'matplotlib': plotting is not available in adcli",
+        ),
+        (
+            "from sklearn.datasets import make_moons\n",
+            "adcli does not support the module 'sklearn'",
+        ),
+        ("import torchvision\n", "adcli does not support the module 'torchvision'"),
+        (
+            "import os\n",
+            "adcli does not support the module 'os': adcli scripts cannot read or write files",
+        ),
+        ("import time\n", "adcli does not support the module 'time'"),
+        (
+            "import foo_bar\n",
+            "No module named 'foo_bar' (adcli scripts can import torch (with torch.nn, torch.optim, torch.autograd...), numpy, math and random)",
+        ),
+        (
+            "import numpy.fft\n",
+            "adcli does not support numpy.fft: its numpy subset is numpy, numpy.random and numpy.linalg",
+        ),
+        (
+            "import torch\ntorch.nn.Conv2d(1, 2, 3)\n",
+            "AttributeError: adcli does not support torch.nn.Conv2d: convolution layers are not available in adcli: use torch.nn.Linear",
+        ),
+        (
+            "import torch.nn as nn\nnn.LSTM\n",
+            "adcli does not support torch.nn.LSTM: recurrent layers",
+        ),
+        (
+            "import torch\ntorch.save({}, 'm.pt')\n",
+            "adcli does not support torch.save: adcli scripts cannot read or write files",
+        ),
+        (
+            "from torch.utils.data import DataLoader\n",
+            "adcli does not support torch.utils.data: datasets and data loaders",
+        ),
+        (
+            "import torch.utils.data\n",
+            "adcli does not support torch.utils.data: datasets and data loaders",
+        ),
+        (
+            "import torch\nx = torch.ones(1)\nx.cuda()\n",
+            "AssertionError: Torch not compiled with CUDA enabled",
+        ),
+        (
+            "print(open)\n",
+            "NameError: name 'open' is not defined ('open' is not available in adcli scripts)",
+        ),
+    ],
+)
+def test_unsupported_names_say_so_and_point_elsewhere(script: str, message: str) -> None:
+    assert message in first_error(script)
