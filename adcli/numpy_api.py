@@ -193,7 +193,9 @@ _PLAIN = (
     "concatenate stack vstack hstack column_stack split array_split flip sort argsort unique "
     "allclose isclose array_equal equal not_equal less less_equal greater greater_equal "
     "logical_and logical_or logical_not shape size ndim diag trace argwhere nonzero meshgrid "
-    "einsum swapaxes moveaxis atleast_1d atleast_2d broadcast_to"
+    "einsum swapaxes moveaxis atleast_1d atleast_2d broadcast_to take take_along_axis "
+    "outer cross tile repeat roll tril triu diff cumprod sinc heaviside signbit copysign "
+    "nan_to_num nansum nanmean argpartition partition searchsorted interp polyfit polyval"
 ).split()
 
 _DTYPES = {

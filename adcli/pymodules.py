@@ -113,12 +113,38 @@ def random_table() -> dict[str, Any]:
     return table
 
 
+class _Hint:
+    """A name from `typing` (List, Optional...): annotations only need it to exist and
+    to accept subscripts (`List[int]`)."""
+
+    __slots__ = ("_name",)
+    __ad_attrs__ = frozenset()
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getitem__(self, item: Any) -> _Hint:
+        return self
+
+    def __repr__(self) -> str:
+        return f"typing.{self._name}"
+
+
+def typing_table() -> dict[str, Any]:
+    """`typing`: the names type hints use, as placeholders."""
+    names = (
+        "Any Callable Dict Iterable Iterator List Literal Mapping Optional Sequence Set "
+        "Tuple Type Union"
+    ).split()
+    return {name: _Hint(name) for name in names}
+
+
 def module_tables() -> dict[str, dict[str, Any]]:
     """Each module's members, by dotted name (merged into torchapi.module_table())."""
     guard.ATTRIBUTE_READERS.update(numpy_api.ATTRIBUTE_READERS)
     guard.TYPE_PROXIES.update(numpy_api.TYPE_PROXIES)
     tables = numpy_api.module_tables()
-    tables.update(math=math_table(), random=random_table())
+    tables.update(math=math_table(), random=random_table(), typing=typing_table())
     tables["torch"] = {"from_numpy": numpy_api.from_numpy}
     return tables
 
@@ -156,7 +182,6 @@ UNSUPPORTED_MODULES: dict[str, str] = {
     "itertools": "use for loops, zip, enumerate and range",
     "functools": "use def and lambda",
     "copy": "use tensor.clone() for tensors and list(x) or dict(x) for containers",
-    "typing": "leave out the type hints' imports (annotations are accepted without them)",
 }
 
 _IMPORTABLE = "torch (with torch.nn, torch.optim, torch.autograd...), numpy, math and random"

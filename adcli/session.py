@@ -26,7 +26,7 @@ from .autograd.engine import BackwardEvent
 from .autograd.node import SavedTensorError
 from .autograd.tensor import Tensor
 from .errors import AdError
-from .lang.host import Host, Limits, Namespace
+from .lang.host import MODULE_HINTS, Host, Limits, Namespace
 from .lang.parser import parse
 from .provenance import Label
 from .source import Source, Span
@@ -49,6 +49,8 @@ class Hooks:
     on_show: Callable[[list[Tensor], Span | None], None] | None = None
     on_graph: Callable[[Tensor, Span | None], None] | None = None
     on_formula: Callable[[Tensor, Span | None], None] | None = None
+    # PyTorch's UserWarnings as data (--json): message, script line (0: none), its text
+    on_warning: Callable[[str, int, str], None] | None = None
 
 
 @dataclass
@@ -205,9 +207,15 @@ class Session:
                 raise ModuleNotFoundError(
                     f"adcli does not support {dotted}" + (f": {hint}" if hint else " yet")
                 )
-            from .pymodules import unsupported_module
+            from .pymodules import UNSUPPORTED_MODULES, unsupported_module
 
-            raise ModuleNotFoundError(unsupported_module(dotted))
+            top = dotted.split(".")[0]
+            if top not in UNSUPPORTED_MODULES or dotted not in (top, f"{top}.pyplot", "os.path"):
+                raise ModuleNotFoundError(unsupported_module(dotted))
+            # tutorials often import what they never use (`import os`): the import
+            # works, and the first member a script reads says why it is missing
+            MODULE_HINTS[top] = UNSUPPORTED_MODULES[top]
+            mod = self.modules[dotted] = Namespace(dotted, {})
         return mod
 
     # ------------------------------------------------------------ hooks
@@ -305,6 +313,8 @@ class Session:
         self.output.err(
             f"{path}:{line}: UserWarning: {message}\n" + (f"  {code}\n" if code else "")
         )
+        if self.hooks.on_warning is not None:
+            self.hooks.on_warning(message, line, code)
 
     def _on_backward(self, event: BackwardEvent) -> None:
         span = self.interp.current_span

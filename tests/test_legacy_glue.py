@@ -171,23 +171,24 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
     "script, message",
     [
         (
-            "import pandas as pd\n",
-            "ModuleNotFoundError: adcli does not support the module 'pandas': use Python lists",
+            "import pandas as pd\npd.DataFrame()\n",
+            "AttributeError: adcli does not support pandas.DataFrame: use Python lists",
         ),
         (
-            "import matplotlib.pyplot as plt\n",
-            "adcli does not support the module 'matplotlib': plotting is not available in adcli",
+            "import matplotlib.pyplot as plt\nplt.plot([1])\n",
+            "adcli does not support matplotlib.pyplot.plot: plotting is not available in adcli",
         ),
         (
             "from sklearn.datasets import make_moons\n",
             "adcli does not support the module 'sklearn'",
         ),
-        ("import torchvision\n", "adcli does not support the module 'torchvision'"),
+        ("import torchvision.models\n", "adcli does not support the module 'torchvision'"),
         (
-            "import os\n",
-            "adcli does not support the module 'os': adcli scripts cannot read or write files",
+            "import os\nos.listdir()\n",
+            "adcli does not support os.listdir: adcli scripts cannot read or write files",
         ),
-        ("import time\n", "adcli does not support the module 'time'"),
+        ("import time\ntime.time()\n", "adcli does not support time.time: timing is not"),
+        ("from os import getcwd\n", "adcli does not support os.getcwd: adcli scripts cannot"),
         (
             "import foo_bar\n",
             "No module named 'foo_bar' (adcli scripts can import torch (with torch.nn, torch.optim, torch.autograd...), numpy, math and random)",
@@ -228,3 +229,27 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
 )
 def test_unsupported_names_say_so_and_point_elsewhere(script: str, message: str) -> None:
     assert message in first_error(script)
+
+
+def test_unused_imports_and_type_hints_do_not_stop_a_tutorial() -> None:
+    code, out = run(
+        "import os\nimport matplotlib.pyplot as plt\nfrom typing import List, Optional\n"
+        "import torch\n"
+        "def f(x: List[int], y: Optional[float] = None) -> List[int]:\n    return x\n"
+        "print(f([1, 2]))\n"
+        "try:\n    os.getcwd()\nexcept AttributeError as e:\n    print(e)\n"
+    )
+    assert code == 0, out
+    assert (
+        out
+        == "[1, 2]\nadcli does not support os.getcwd: adcli scripts cannot read or write files\n"
+    )
+
+
+def test_numpy_inside_no_grad_and_custom_forward() -> None:
+    # as in PyTorch, .numpy() refuses a tensor that requires grad only while grad mode is on
+    code, out = run(
+        "import torch\nx = torch.ones(2, requires_grad=True)\n"
+        "with torch.no_grad():\n    print(x.numpy())\n"
+    )
+    assert (code, out) == (0, "[1. 1.]\n")

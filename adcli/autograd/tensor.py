@@ -377,9 +377,9 @@ class Tensor:
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """A NumPy copy of the values (only for tensors that do not require grad, unless
-        `force`). PyTorch shares the memory; a copy keeps scripts from changing a
-        tensor behind autograd's back."""
-        if self.requires_grad and not force:
+        `force` or grad mode is off, as in PyTorch). PyTorch shares the memory; a copy
+        keeps scripts from changing a tensor behind autograd's back."""
+        if self.requires_grad and not force and grad_mode.state.enabled:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."

@@ -57,10 +57,18 @@ class Namespace:
         return f"<module '{self.__ad_name__}'>"
 
 
+#: top-level module -> why adcli lacks its members (filled by the host: a script may
+#: `import os` that it never uses, and hears why only when it reaches for a member).
+MODULE_HINTS: dict[str, str] = {}
+
+
 def missing_member(module: str, name: str) -> str:
     """The message for a name a module lacks: a PyTorch name adcli lacks says so."""
     from adcli.lang.pytorch_names import PYTORCH_NAMES, alternative
 
+    hint = MODULE_HINTS.get(module.split(".")[0])
+    if hint is not None:
+        return f"adcli does not support {module}.{name}: {hint}"
     if name in PYTORCH_NAMES.get(module, ()):
         hint = alternative(f"{module}.{name}")
         return f"adcli does not support {module}.{name}" + (f": {hint}" if hint else " yet")
