@@ -41,6 +41,8 @@ class AdError(Exception):
     `message` is the sentence shown to the user, `kind` a Python-like class
     name ("SyntaxError", "RuntimeError", ...), `span`/`source` where it
     happened (either may be None until the evaluator fills them in).
+    `notes` are adcli's `note:` lines after PyTorch's sentence (see adcli.hints),
+    filled in by the session that ran the script.
     """
 
     kind: str = "Error"
@@ -57,6 +59,7 @@ class AdError(Exception):
         self.message = message
         self.span = span
         self.source = source
+        self.notes: list[str] = []
         if kind is not None:
             self.kind = kind
 

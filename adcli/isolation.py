@@ -243,6 +243,9 @@ def _child(
         # In its own group the child is not the terminal's foreground: let it write
         # even with `stty tostop`, and never stop it reading (stdin is not its).
         signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+        faulthandler = sys.modules.get("faulthandler")
+        if faulthandler is not None and faulthandler.is_enabled():
+            faulthandler.disable()  # a crash is the parent's one line, never a dump
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.close(devnull)
@@ -458,15 +461,19 @@ def _signal_reason(sig: int, budget: Budget) -> str:
 
 
 def run_many(jobs: Iterable[_Job], parallel: int = 1) -> Iterator[Finished]:
-    """Run each job in a child, up to `parallel` at a time; yield results in job order."""
+    """Run each job in a child, up to `parallel` at a time; yield results in job order.
+
+    After a Ctrl-C no new child starts: the running ones end (see `_interrupt`),
+    their results are yielded, then KeyboardInterrupt is raised.
+    """
     pending = iter(enumerate(jobs))
     running: dict[int, _Child] = {}
     done: dict[int, Finished] = {}
     next_out = 0
-    exhausted = False
+    exhausted = interrupted = False
     try:
         while True:
-            while not exhausted and len(running) < max(1, parallel):
+            while not (exhausted or interrupted) and len(running) < max(1, parallel):
                 try:
                     index, job = next(pending)
                 except StopIteration:
@@ -477,12 +484,16 @@ def run_many(jobs: Iterable[_Job], parallel: int = 1) -> Iterator[Finished]:
                 yield done.pop(next_out)
                 next_out += 1
             if not running:
+                if interrupted:
+                    raise KeyboardInterrupt
                 if exhausted:
                     return
                 continue
             for index, child in list(_step(running).items()):
+                interrupted = interrupted or child.interrupted_at is not None
                 done[index] = _finish(child)
                 del running[index]
+            interrupted = interrupted or any(c.interrupted_at is not None for c in running.values())
     finally:
         for child in running.values():  # interrupted, or the caller stopped early
             _kill(child)

@@ -14,9 +14,14 @@ Two front ends share one `Repl`:
   prompts and no line editor, so a session is deterministic golden text.
 
 Line numbers run on across inputs as they would in the script `.save` writes:
-an input that ran without error takes the next lines, one that failed gives
-them back. So a report or a note that says "line 7" means line 7 of the saved
-script, and `adcli run` on it prints the same reports.
+line 1 is its `import torch`, the first input starts at line 2, an input that
+ran without error takes the next lines, one that failed gives them back. So a
+report or a note that says "line 7" means line 7 of the saved script, and
+`adcli run` on it prints the same reports.
+
+As in Python's REPL, `_` holds the last value shown; `dir(x)` lists the
+attributes a script may use on x and `help(x)` prints a short doc
+(`adcli.repl_help`).
 
 `adcli run` never imports this module.
 """
@@ -51,6 +56,9 @@ __all__ = [
 ]
 
 PATH = "<stdin>"  # the name diagnostics give REPL input, as Python's REPL does
+#: Line 1 of the script `.save` writes is `import torch`: REPL input starts at line 2.
+FIRST_LINE = 2
+_IMPORT_TORCH = re.compile(r"import torch\s*(#.*)?")
 PROMPT = "ad> "
 CONTINUATION = "... "
 INDENT = "    "
@@ -69,11 +77,14 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 _HELP_KEYS = """\
 Type Python with PyTorch's names (import torch is optional). A block (def, for,
-while, if, with) ends at a blank line; an expression shows its value. Every
-backward() and autograd.grad() prints a report of the graph it went through.
+while, if, with) ends at a blank line; an expression shows its value, and _ holds
+the last one. Every backward() and autograd.grad() prints a report of the graph
+it went through. dir(x) lists what a script may use on x; help(x) shows a short
+doc (also help("torch.sum")).
 
 Keys: Tab completes names, torch. members and tensor methods; Up/Down recall
-history (whole blocks); Ctrl-C cancels the input or interrupts a running loop;
+history (whole blocks); grey text after the cursor is a line from history,
+Right arrow takes it; Ctrl-C cancels the input or interrupts a running loop;
 Ctrl-D on an empty line leaves."""
 
 _EXITS = {"exit", "quit", "exit()", "quit()"}
@@ -273,7 +284,7 @@ class Repl:
         self.broken = False  # stdout is a pipe whose reader has gone: stop
         self.session: Any = None
         self.saved: list[str] = []  # the statements that ran without error, as script text
-        self.next_line = 1  # the line number the next input starts at
+        self.next_line = FIRST_LINE  # the line number the next input starts at
         # echoed statements of the input running now: span -> (str value seen, tuple seen)
         self._displayed: dict[tuple[int, int, int, int], tuple[bool, bool]] = {}
         self._builtin_names: dict[int, str] = {}
@@ -303,13 +314,87 @@ class Repl:
             ),
         )
         self.session.interp.on_display = self._display
+        self._add_builtins()
         self._builtin_names = {
             id(v): k
             for k, v in self.session.interp.builtins.items()
             if _is_bound_to(v, self.session)
         }
         self.saved = []
-        self.next_line = 1
+        self.next_line = FIRST_LINE
+
+    def _add_builtins(self) -> None:
+        """`dir` and `help`, as in Python's REPL (a script run by `adcli run` has neither)."""
+        from .session import Builtin
+
+        interp = self.session.interp
+        for name, fn in (("dir", self._dir), ("help", self._help)):
+            b = Builtin(name, fn)
+            interp.builtins[name] = b  # for completion
+            interp.globals["__builtins__"][name] = b  # type: ignore[index]
+            self._builtin_names[id(b)] = name
+
+    def _dir(self, *args: Any) -> list[str]:
+        """dir(): the session's names; dir(x): the attributes a script may use on x."""
+        from .repl_help import script_dir
+
+        if len(args) > 1:
+            raise TypeError(f"dir expected at most 1 argument, got {len(args)}")
+        if not args:
+            return sorted(self.session.variables())
+        return script_dir(args[0])
+
+    def _help(self, *args: Any) -> None:
+        """help(): the commands; help(x) or help("torch.sum"): a short doc of x."""
+        from .repl_help import help_text
+
+        if len(args) > 1:
+            raise TypeError(f"help() takes at most 1 argument ({len(args)} given)")
+        if not args:
+            self._cmd_help("")
+            return
+        obj, name = args[0], None
+        if isinstance(obj, str):
+            name = obj.strip()
+            found = self._resolve(name)
+            if found is None:
+                self._write_out(f"No documentation found for {name!r}: not a name scripts use\n")
+                return
+            obj = found[0]
+        self._write_out(help_text(obj, self.session.modules, name) + "\n")
+
+    def _resolve(self, dotted: str) -> tuple[Any] | None:
+        """The value a dotted name (`torch.nn.Linear`, `Tensor.backward`, `x`) stands
+        for, found through modules, variables and what `dir` lists; None if unknown."""
+        from .autograd.tensor import Tensor
+        from .lang.host import Namespace
+        from .repl_help import member_of
+
+        modules = self.session.modules
+        if dotted in modules:
+            return (modules[dotted],)
+        interp = self.session.interp
+        parts = dotted.split(".")
+        first = parts[0]
+        if first in interp.globals and not first.startswith("__"):
+            obj: Any = interp.globals[first]
+        elif first in interp.builtins:
+            obj = interp.builtins[first]
+        elif first == "Tensor":
+            obj = Tensor
+        else:
+            return None
+        for part in parts[1:]:
+            if isinstance(obj, Namespace):
+                if part not in obj.__ad_members__:
+                    return None
+                obj = obj.__ad_members__[part]
+                continue
+            found = member_of(obj, part)
+            if found is None:
+                return None
+            obj = found[0]
+        return (obj,)
 
     def close(self) -> None:
         if self.session is not None:
@@ -372,6 +457,8 @@ class Repl:
                 was_tuple or isinstance(value, tuple),
             )
         self._write_out(self.repr_of(value) + "\n")
+        # as Python's REPL: `_` is the last value shown (a variable `_` hides it)
+        self.session.interp.globals["__builtins__"]["_"] = value  # type: ignore[index]
 
     def repr_of(self, value: object) -> str:
         name = self._builtin_names.get(id(value))
@@ -584,8 +671,12 @@ class Repl:
                 warned.discard(key)
 
     def script(self) -> str:
-        """The text `.save` writes."""
-        return "".join(self.saved)
+        """The text `.save` writes: `import torch` on line 1 (a comment there when the
+        first input was that import), then the statements that ran."""
+        body = "".join(self.saved)
+        first = body.split("\n", 1)[0].strip()
+        header = "# adcli repl session\n" if _IMPORT_TORCH.fullmatch(first) else "import torch\n"
+        return header + body
 
     # ------------------------------------------------------------ meta-commands
     def meta(self, line: str) -> bool:
@@ -593,9 +684,8 @@ class Repl:
         name, _, arg = line.partition(" ")
         arg = arg.strip()
         if not self.commands:
-            shown = line if len(line) <= 60 else line[:57] + "..."
             self._error(
-                f"ignored {shown!r}: dot-commands are obeyed only from a terminal "
+                f"ignored {name[:20]}: dot-commands are obeyed only from a terminal "
                 "(adcli repl --commands obeys them in piped input)"
             )
             return True

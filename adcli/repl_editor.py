@@ -4,7 +4,9 @@ Enter runs the input when it is complete (Python's rules, see
 `adcli.repl.enter_action`) and otherwise opens a new line with the right
 indentation; Tab indents at the start of a line and completes elsewhere;
 Backspace in the indentation removes one level. History keeps whole blocks
-as one entry.
+as one entry. As you type, the rest of a matching line from history shows in
+grey after the cursor (fish-style); Right arrow or Ctrl-E takes it. Without
+colour (NO_COLOR, --no-color) there is no grey, so no suggestion either.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
@@ -23,6 +26,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.lexers import PygmentsLexer
 from prompt_toolkit.output import ColorDepth
+from prompt_toolkit.styles import Style
 from pygments.lexers.python import PythonLexer
 
 from .repl import CONTINUATION, INDENT, PROMPT, Repl, _trim, enter_action
@@ -30,6 +34,8 @@ from .repl import CONTINUATION, INDENT, PROMPT, Repl, _trim, enter_action
 __all__ = ["ReplCompleter", "make_prompt_session", "run_interactive"]
 
 _PATH_ARG = re.compile(r"\s*\.(load|save)\s+(\S*)$")
+#: Suggestions from history: grey (ANSI bright black) after the cursor.
+_SUGGESTION_STYLE = "fg:ansibrightblack"
 
 
 class ReplCompleter(Completer):
@@ -157,6 +163,8 @@ def make_prompt_session(
         complete_while_typing=False,
         history=_history(history_file, repl),
         enable_history_search=False,
+        auto_suggest=AutoSuggestFromHistory() if color is not False else None,
+        style=Style.from_dict({"auto-suggestion": _SUGGESTION_STYLE}),
         color_depth=ColorDepth.MONOCHROME if color is False else None,
         tempfile_suffix=".py",
         input=input,

@@ -140,7 +140,9 @@ def run_isolated(text: str, name: str, options: RunOptions, out: IO[str], err: I
         from .render.jsonout import dumps
 
         error = {"kind": "LimitError", "message": result.message, "line": None, "column": None}
-        obj = {"ok": False, "stdout": "", "variables": {}, "events": [], "error": error}
+        error["notes"] = []
+        obj = {"ok": False, "stdout": "", "variables": {}, "events": [], "warnings": []}
+        obj["error"] = error
         _write_safely(out, dumps(obj) + "\n")
     _write_safely(err, f"adcli: error: {result.message}\n")
     return result.code
@@ -205,7 +207,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
 
     json_mode = options.json
     stdout_parts: list[str] = []
-    events: list[dict[str, Any]] = []
+    collected = _json_collector(options)  # --json: events and warnings, folded as the text
     reporter = _Reporter(options, streams) if not (options.quiet or json_mode) else None
     html = _html_collector(options, name, text)  # --html FILE: every report on one page
     # adcli.symbolic: formulas, for --symbolic and for scripts that call formula()
@@ -233,11 +235,11 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
         line = span.line if span is not None else None
         if tracker is not None:
             tracker.on_event(event)
-        if json_mode:
-            from .render.jsonout import report_to_json
+        if collected is not None:
             from .render.report import build_report
 
-            events.append(report_to_json(build_report(event, line=line, call_text=call_text)))
+            report = build_report(event, line=line, call_text=call_text, full=options.full)
+            collected.event(report, _root_value(event))
         elif reporter is not None:
             reporter.event(event, line, call_text, tracker if options.symbolic else None)
         if html is not None:
@@ -246,6 +248,8 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
     def on_show(tensors: list[Any], span: Any) -> None:
         if reporter is not None:
             reporter.show(tensors, span, session)
+        if collected is not None:
+            collected.show(_show_report(tensors, span, session, options.full))
         if html is not None:
             line = span.line if span is not None else None
             source = session.source
@@ -283,6 +287,8 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
         error, internal = session.run_guarded(text, name, debug=options.debug)
         if internal is not None:  # an adcli bug, not a script error
             err(f"adcli: internal error: {internal} (run with --debug for the traceback)\n")
+            if json_mode:
+                _write_internal_error(session, internal, streams, stdout_parts, collected)
             session.dispose()
             return SCRIPT_ERROR, internal == "MemoryError" or "_ArrayMemoryError" in internal
     finally:
@@ -290,6 +296,8 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
         engine.record_trace = True
         if reporter is not None:
             reporter.flush()
+        if collected is not None:
+            collected.finish()
         if tracker is not None:
             tracker.close()
     session.close()
@@ -301,7 +309,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
             page_failed = True
     out_of_memory = error is not None and _out_of_memory(getattr(error, "original", None))
     try:
-        code = _finish(session, error, options, streams, stdout_parts, events)
+        code = _finish(session, error, options, streams, stdout_parts, collected)
         return (SCRIPT_ERROR if page_failed else code), out_of_memory
     finally:
         session.dispose()
@@ -321,21 +329,15 @@ def _finish(
     options: RunOptions,
     streams: _Streams,
     stdout_parts: list[str],
-    events: list[dict[str, Any]],
+    collected: Any,
 ) -> int:
     """Write the JSON object or the diagnostic; the exit status."""
-    json_mode = options.json
-    if json_mode:
-        from .render.jsonout import dumps, value_to_json
-
-        obj = {
-            "ok": error is None,
-            "stdout": "".join(stdout_parts),
-            "variables": {k: value_to_json(v) for k, v in session.variables().items()},
-            "events": events,
-            "error": _error_json(error) if error is not None else None,
-        }
-        streams.out.write(dumps(obj) + "\n")
+    if collected is not None:
+        notes = _error_notes(session, error) if error is not None else []
+        obj = _json_object(session, collected, stdout_parts, options.full)
+        obj["ok"] = error is None
+        obj["error"] = _error_json(error, notes) if error is not None else None
+        _write_json(streams, obj)
         return SCRIPT_ERROR if error is not None else 0
     if error is not None:
         if options.debug and getattr(error, "original", None) is not None:
@@ -343,7 +345,7 @@ def _finish(
         if hasattr(streams.out, "flush"):
             streams.out.flush()
         streams.err.write(format_diagnostic(error).rstrip("\n") + "\n")
-        for note in session.explain(getattr(error, "original", None)):
+        for note in error.notes or session.explain(getattr(error, "original", None)):
             streams.err.write(f"note: {note}\n")
         return SCRIPT_ERROR
     return 0
@@ -360,14 +362,101 @@ def _html_collector(options: RunOptions, name: str, text: str) -> Any:
     )
 
 
-def _error_json(e: AdError) -> dict[str, Any]:
+def _error_json(e: AdError, notes: list[str] | None = None) -> dict[str, Any]:
     span = e.span
     return {
         "kind": e.kind,
         "message": e.message,
         "line": span.line if span is not None else None,
         "column": span.column if span is not None else None,
+        "notes": list(notes or []),  # the `note:` lines the text prints under the error
     }
+
+
+def _json_collector(options: RunOptions) -> Any:
+    """--json: the gatherer of events and warnings (None without the option)."""
+    if not options.json:
+        return None
+    from .render.jsonout import JsonCollector
+
+    return JsonCollector(
+        fold=not options.all_reports, every=options.report_every, full=options.full
+    )
+
+
+def _json_object(
+    session: Any, collected: Any, stdout_parts: list[str], full: bool
+) -> dict[str, Any]:
+    """SPEC §5's object, `ok` and `error` still to fill in (keys in the documented order)."""
+    from .render.jsonout import VARIABLE_LIMIT, value_to_json
+
+    limit = None if full else VARIABLE_LIMIT
+    return {
+        "ok": None,
+        "stdout": "".join(stdout_parts),
+        "variables": {k: value_to_json(v, limit=limit) for k, v in session.variables().items()},
+        "events": collected.events,
+        "warnings": _warnings_json(session),
+        "error": None,
+    }
+
+
+def _warnings_json(session: Any) -> list[dict[str, Any]]:
+    """The UserWarnings the text printed to stderr, with their notes."""
+    from .render.jsonout import warning_to_json
+
+    source = session.source
+    out = []
+    for w in getattr(session, "warnings", []):
+        code = source.line_text(w.line).strip() if source is not None and w.line else ""
+        out.append(warning_to_json(w.message, w.line or 0, code, list(w.notes)))
+    return out
+
+
+def _error_notes(session: Any, error: AdError) -> list[str]:
+    """The `note:` lines the text prints under an error."""
+    notes = getattr(error, "notes", None)
+    if isinstance(notes, list):
+        return [str(n) for n in notes]
+    return session.explain(getattr(error, "original", None))
+
+
+def _write_json(streams: _Streams, obj: dict[str, Any]) -> None:
+    from .render.jsonout import dumps
+
+    streams.out.write(dumps(obj) + "\n")
+
+
+def _write_internal_error(
+    session: Any, internal: str, streams: _Streams, stdout_parts: list[str], collected: Any
+) -> None:
+    """--json after an adcli bug: still one object, with the bug as the error."""
+    collected.finish()
+    obj = _json_object(session, collected, stdout_parts, False)
+    obj["ok"] = False
+    message = f"{internal} (run with --debug for the traceback)"
+    obj["error"] = {"kind": "InternalError", "message": message, "line": None, "column": None}
+    obj["error"]["notes"] = []
+    _write_json(streams, obj)
+
+
+def _root_value(event: Any) -> float | None:
+    """The root's value when the pass has one root of one element (for fold lines)."""
+    roots = event.roots
+    if len(roots) == 1 and roots[0].numel() == 1:
+        return float(roots[0].data_.flat[0])
+    return None
+
+
+def _show_report(tensors: list[Any], span: Any, session: Any, full: bool) -> Any:
+    """The report of a `show(...)` call."""
+    from .render.report import build_show_report
+
+    line = span.line if span is not None else None
+    text = None
+    if span is not None and session.source is not None:
+        text = session.source.line_text(span.line).strip()
+    return build_show_report(tensors, line=line, call_text=text, full=full)
 
 
 class _Reporter:
@@ -398,9 +487,7 @@ class _Reporter:
         report = build_report(event, line=line, call_text=call_text, full=self.options.full)
         if tracker is not None:  # --symbolic: formula columns
             tracker.annotate(report, event)
-        roots = event.roots
-        value = float(roots[0].data_.flat[0]) if len(roots) == 1 and roots[0].numel() == 1 else None
-        self.folder().add(report, value)
+        self.folder().add(report, _root_value(event))
 
     def folder(self) -> Any:
         if self._folder is None:
@@ -417,15 +504,9 @@ class _Reporter:
         return self._folder
 
     def show(self, tensors: list[Any], span: Any, session: Any) -> None:
-        from .render.report import build_show_report
         from .render.tables import render_report
 
-        line = span.line if span is not None else None
-        text = None
-        if span is not None and session.source is not None:
-            text = session.source.line_text(span.line).strip()
-        report = build_show_report(tensors, line=line, call_text=text, full=self.options.full)
-        render_report(report, self.console())
+        render_report(_show_report(tensors, span, session, self.options.full), self.console())
 
     def flush(self) -> None:
         if self._folder is not None:

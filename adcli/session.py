@@ -10,6 +10,8 @@ through the `Output` it is given, and rendering is the caller's business.
 from __future__ import annotations
 
 import contextlib
+import re
+import sys
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
@@ -32,6 +34,15 @@ from .provenance import Label
 from .source import Source, Span
 
 
+@dataclass
+class WarningRecord:
+    """A UserWarning the script caused: its line, PyTorch's text, and adcli's notes."""
+
+    line: int | None
+    message: str
+    notes: list[str] = field(default_factory=list)
+
+
 class Output:
     """Where a session writes: `out` for the script's own output and reports,
     `err` for warnings and diagnostics (often the same buffer)."""
@@ -49,8 +60,6 @@ class Hooks:
     on_show: Callable[[list[Tensor], Span | None], None] | None = None
     on_graph: Callable[[Tensor, Span | None], None] | None = None
     on_formula: Callable[[Tensor, Span | None], None] | None = None
-    # PyTorch's UserWarnings as data (--json): message, script line (0: none), its text
-    on_warning: Callable[[str, int, str], None] | None = None
 
 
 @dataclass
@@ -98,6 +107,11 @@ class Session:
         self._changed_at: dict[int, tuple[list[int], int, int]] = {}
         # backward pass id -> line of the call (to say which call freed saved values)
         self._pass_lines: dict[int, int] = {}
+        # PyTorch's UserWarnings shown so far, with the notes printed after each
+        self.warnings: list[WarningRecord] = []
+        # leaf id -> (its .grad after the last pass, passes summed in it, their lines)
+        self._accum: dict[int, tuple[Any, int, list[int | None]]] = {}
+        self._accum_noted: dict[int, tuple[Tensor, int | None]] = {}  # leaf id -> call line
         self.modules = build_modules()
         names = self._global_names()
         host = Host(
@@ -145,6 +159,7 @@ class Session:
         try:
             self.run_text(text, path)
         except AdError as e:
+            e.notes = self.explain(getattr(e, "original", None))
             return e, None
         except Exception:
             if debug:
@@ -274,6 +289,8 @@ class Session:
     def _attach(t: Tensor, label: Label) -> None:
         """Label the tensor and its graph node (which outlives an unnamed tensor)."""
         t._label = label
+        if not grad_mode.state.enabled and not t._requires_grad:
+            label.no_grad = True  # for the note on "does not require grad" (adcli.hints)
         node = t._node
         if node is None and t._requires_grad:
             node = t._accumulator()
@@ -309,17 +326,33 @@ class Session:
         self._warned_lines.add((path, line, message))
         src = self.interp.current_source or self.source
         code = src.line_text(line).strip() if src is not None and line else ""
+        notes = self._warning_notes(message, sys._getframe(1))
+        self.warnings.append(WarningRecord(line or None, message, notes))
         # as Python's warnings module shows it: the message, then the source line
         self.output.err(
-            f"{path}:{line}: UserWarning: {message}\n" + (f"  {code}\n" if code else "")
+            f"{path}:{line}: UserWarning: {message}\n"
+            + (f"  {code}\n" if code else "")
+            + "".join(f"note: {n}\n" for n in notes)
         )
-        if self.hooks.on_warning is not None:
-            self.hooks.on_warning(message, line, code)
+
+    def _warning_notes(self, message: str, caller: Any) -> list[str]:
+        """Notes after a UserWarning: for `.grad` of a non-leaf, the line that made it one."""
+        from .autograd.tensor import NONLEAF_GRAD_WARNING
+        from .hints import nonleaf_grad_note
+
+        if message != NONLEAF_GRAD_WARNING:
+            return []
+        t = caller.f_locals.get("self") if caller is not None else None
+        if not isinstance(t, Tensor):
+            return []
+        return [nonleaf_grad_note(t)]
 
     def _on_backward(self, event: BackwardEvent) -> None:
         span = self.interp.current_span
         if span is not None:
             self._pass_lines[event.pass_id] = span.line
+        if event.kind == "backward" and event.entries:
+            self._note_accumulation(event, span.line if span is not None else None)
         if self.hooks.on_event is None:
             return
         self._label_parameters(span.line if span is not None else 0)
@@ -328,6 +361,27 @@ class Session:
         if span is not None and src is not None:
             text = self._text(src, span)
         self.hooks.on_event(event, span, text)
+
+    def _note_accumulation(self, event: BackwardEvent, line: int | None) -> None:
+        """Count, per leaf, the backward passes whose gradients its .grad holds; the
+        first time one holds two, add a note to this pass's report (only in a script
+        that reads .grad or steps an optimizer: there the sum is what gets used)."""
+        from .hints import accumulated
+
+        for t, n, lines in accumulated(event, self._accum, line):
+            noted = self._accum_noted.get(id(t))
+            # once per leaf; again at the same call in a loop, where reports fold and
+            # the last one (printed in full) must still say it
+            if (noted is not None and (noted[0] is not t or noted[1] != line)) or (
+                not self._uses_grads()
+            ):
+                continue
+            self._accum_noted[id(t)] = (t, line)
+            event.notes.append(_accumulation_note(t, n, lines))
+
+    def _uses_grads(self) -> bool:
+        src = self.interp.current_source or self.source
+        return src is not None and _READS_GRAD.search(src.text) is not None
 
     def _label_parameters(self, line: int) -> None:
         """Name the parameters the script holds by their path (`model.fc.weight` for a
@@ -344,10 +398,17 @@ class Session:
                 self._attach(v, Label(var, "", line))
 
     def explain(self, exc: BaseException | None) -> list[str]:
-        """Beyond PyTorch's sentence: the script lines behind a saved-tensor error."""
+        """Beyond PyTorch's sentence: `note:` lines naming the script lines behind an
+        error (saved tensors freed or changed, a root that does not require grad, a
+        non-leaf given to an optimizer, shapes that do not multiply, a misspelled keyword)."""
         from .anomaly import AnomalyError, made_at
 
-        if exc is not None and not isinstance(exc, (SavedTensorError, AnomalyError)):
+        if exc is None:
+            return []
+        learner = self._learner_notes(exc)
+        if learner:
+            return learner
+        if not isinstance(exc, (SavedTensorError, AnomalyError)):
             exc = exc.__cause__  # a script's `raise e` of the RuntimeError it caught
         if isinstance(exc, AnomalyError):
             where = made_at(exc.node)
@@ -371,6 +432,73 @@ class Session:
             f"{node.name()}{made} saved a tensor that was then changed in place{where}; "
             "use an out-of-place operation (x = x + 1) or .clone() before changing it"
         ]
+
+    def _learner_notes(self, exc: BaseException) -> list[str]:
+        """The notes of adcli.hints for the common mistakes (empty for other errors)."""
+        from . import hints
+
+        codes = self.interp._codes
+        if isinstance(exc, RuntimeError):
+            notes = hints.no_grad_note(exc, codes, self.source)
+            return notes or hints.shape_note(exc, codes, self._error_text(exc))
+        if isinstance(exc, ValueError):
+            return hints.nonleaf_param_note(exc)
+        if isinstance(exc, TypeError):
+            notes = hints.keyword_note(exc, self._keywords(str(exc)))
+            if notes or "'NoneType'" not in str(exc):
+                return notes
+            frame = hints.script_frame(exc, codes)
+            line = frame.f_lineno if frame is not None else None
+            # `w - lr * w.grad` failing right after reading .grad of a non-leaf there
+            return [n for w in self.warnings if w.line == line for n in w.notes][:1]
+        return []
+
+    def _error_text(self, exc: BaseException) -> str | None:
+        """The script text of the expression that raised `exc` (innermost script frame)."""
+        tb = exc.__traceback__
+        found = None
+        while tb is not None:
+            if tb.tb_frame.f_code in self.interp._codes:
+                found = tb
+            tb = tb.tb_next
+        if found is None:
+            return None
+        span, src = self.interp._span_at(found.tb_frame.f_code, found.tb_lasti)
+        return src.snippet(span) if span is not None and src is not None else None
+
+    def _keywords(self, message: str) -> list[str]:
+        """Keyword names of the function a TypeError names (`ones()`, `SGD.__init__()`)."""
+        import inspect
+
+        from .nn import Module
+
+        fn = message.split("(", 1)[0]
+        owner, _, attr = fn.rpartition(".")
+        found: list[Any] = []
+        pools: list[dict[str, Any]] = [ns.__ad_members__ for ns in self.modules.values()]
+        pools.append({k: v for k, v in self.interp.globals.items() if "$" not in k})
+        for pool in pools:
+            for name, v in pool.items():
+                if owner and name == owner and isinstance(v, type):
+                    found.append(getattr(v, attr, None))
+                elif not owner and name == fn and callable(v):
+                    found.append(v)
+        if owner == "Tensor":
+            found.append(getattr(Tensor, attr, None))
+        elif owner and not found:
+            for v in self.interp.globals.values():
+                if isinstance(v, Module) and type(v).__name__ == owner:
+                    found.append(getattr(type(v), attr, None))
+        names: dict[str, None] = {}
+        for f in found:
+            try:
+                params = inspect.signature(f).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            for p in params:
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self":
+                    names[p.name] = None
+        return list(names)
 
     # ------------------------------------------------------------ builtins
     def _print(
@@ -437,6 +565,29 @@ _PYTHON_WINS = (
     "abs all any max min sum round pow float int bool len range list tuple print "
     "zip enumerate sorted reversed str dict"
 ).split()
+
+
+#: A script that reads a .grad (not only assigns it) or steps an optimizer.
+_READS_GRAD = re.compile(r"\.grad\b(?!\s*=[^=])|\.step\(")
+
+
+def _accumulation_note(t: Tensor, n: int, lines: list[int | None]) -> str:
+    from .provenance import label_of
+
+    lab = label_of(t)
+    name = (lab.name or lab.expr) if lab is not None else "a leaf"
+    name = name.split("@", 1)[0]
+    where = f" (line {lab.line})" if lab is not None and lab.line else ""
+    known = sorted({ln for ln in lines if ln})
+    at = ""
+    if known:
+        listed = ", ".join(map(str, known))
+        at = f" at line {listed}" if len(known) == 1 else f" at lines {listed}"
+    return (
+        f"{name}.grad{where} now holds the sum of the gradients of {n} backward() calls{at}: "
+        f"nothing reset it in between; call optimizer.zero_grad(), {name}.grad.zero_() or "
+        f"set {name}.grad = None before each backward() unless you mean to add them up"
+    )
 
 
 def _one_line(text: str) -> str:

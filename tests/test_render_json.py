@@ -25,6 +25,20 @@ NODE_KEYS = [
     "grad_fn",
     "flowed_grad",
     "grad",
+    "grad_reason",
+]
+EVENT_KEYS = [
+    "kind",
+    "line",
+    "root",
+    "call",
+    "options",
+    "nodes",
+    "folded_nodes",
+    "second_order",
+    "legend",
+    "notes",
+    "graph_as_above",
 ]
 
 
@@ -50,8 +64,10 @@ def test_event_fields_and_rows():
     y = lab((a * a).sum(), "y", "(a * a).sum()", 4)
     ev = run(y.backward)
     out = report_to_json(build_report(ev, line=9, call_text="y.backward()"))
-    assert list(out) == ["kind", "line", "root", "nodes", "second_order"]
+    assert list(out) == EVENT_KEYS
     assert (out["kind"], out["line"], out["root"], out["second_order"]) == ("backward", 9, "y", [])
+    assert (out["call"], out["folded_nodes"], out["graph_as_above"]) == ("y.backward()", [], False)
+    assert out["legend"][0] == ".grad None: non-leaf; call .retain_grad() to keep it"
     assert [n["name"] for n in out["nodes"]] == ["x", "w", "a", "MulBackward0#1", "y"]
     for node in out["nodes"]:
         assert list(node) == NODE_KEYS
@@ -66,6 +82,7 @@ def test_event_fields_and_rows():
         "grad_fn": "AddBackward0",
         "flowed_grad": [6.0],
         "grad": None,
+        "grad_reason": "non-leaf; call .retain_grad() to keep it",
     }
     assert out["nodes"][0]["grad"] == [6.0] and out["nodes"][0]["grad_fn"] is None
     assert out["nodes"][-1]["value"] == 9.0  # a 0-d tensor is a plain number
@@ -99,6 +116,7 @@ def test_folded_graph_lists_the_rows_shown():
     ev = run(y.backward)
     out = report_to_json(build_report(ev, line=3, call_text=None))
     assert [n["name"] for n in out["nodes"]] == ["x", "y@1", "y@2", "y@99", "y@100"]
+    assert out["folded_nodes"] == [{"at": 3, "count": 96, "similar": True}]
     full = report_to_json(build_report(ev, line=3, call_text=None, full=True))
     assert len(full["nodes"]) == 101
 
@@ -183,3 +201,46 @@ def test_list_that_contains_itself():
     out = value_to_json(a)
     json.loads(dumps(out))
     json.loads(dumps(a))  # dumps itself cuts the cycle too
+
+
+def test_large_arrays_are_summarised_beyond_the_limit():
+    a = np.arange(2000, dtype=np.float32).reshape(40, 50) / 10
+    out = array_to_json(a, limit=1000)
+    assert out == {
+        "summarized": True,
+        "shape": [40, 50],
+        "numel": 2000,
+        "min": 0.0,
+        "max": 199.9,
+        "mean": pytest.approx(99.95),
+        "head": [0.0, 0.1, 0.2],
+        "tail": [199.7, 199.8, 199.9],
+    }
+    assert len(array_to_json(a, limit=2000)) == 40  # at the limit: whole
+    assert array_to_json(a) != out  # no limit: whole
+    nan = array_to_json(np.array([np.nan] * 5), limit=2)
+    assert (nan["min"], nan["mean"], nan["head"]) == ("nan", "nan", ["nan"] * 3)
+    flags = array_to_json(np.ones(5, dtype=bool), limit=2)
+    assert (flags["min"], flags["max"], flags["mean"]) == (True, True, 1.0)
+    assert array_to_json(np.zeros(2, dtype=np.int64), limit=1)["tail"] == []
+
+
+def test_report_arrays_summarise_unless_full():
+    from adcli.render.jsonout import REPORT_LIMIT
+
+    x = lab(torch.ones(REPORT_LIMIT + 1, requires_grad=True), "x", "ones(1001)", 1)
+    y = lab((x * 2).sum(), "y", "(x * 2).sum()", 2)
+    ev = run(y.backward)
+    short = report_to_json(build_report(ev, line=3, call_text=None))
+    assert short["nodes"][0]["grad"]["summarized"] is True
+    whole = report_to_json(build_report(ev, line=3, call_text=None, full=True))
+    assert len(whole["nodes"][0]["grad"]) == REPORT_LIMIT + 1
+
+
+def test_variables_summarise_beyond_their_own_limit():
+    from adcli.render.jsonout import VARIABLE_LIMIT
+
+    t = torch.zeros(VARIABLE_LIMIT + 1)
+    assert value_to_json(t)["value"]["numel"] == VARIABLE_LIMIT + 1
+    assert len(value_to_json(t, limit=None)["value"]) == VARIABLE_LIMIT + 1
+    assert value_to_json([torch.zeros(3)], limit=2)[0]["value"]["summarized"] is True

@@ -143,7 +143,7 @@ def test_cli_repl_options(run_cli) -> None:
     quiet = run_cli(["repl", "--quiet"], input=script)
     assert quiet.stdout == "tensor(4.)\n"
     loud = run_cli(["repl", "--width", "60", "--no-history", "--no-color"], input=script)
-    assert "y.backward() at line 3" in loud.stdout
+    assert "y.backward() at line 4" in loud.stdout  # line 1: the saved import
     assert max(len(line) for line in loud.stdout.splitlines()) <= 60
     assert run_cli(["repl", "--width", "5"]).exit_code == 2
 
@@ -290,7 +290,7 @@ def test_function_echo_is_like_python() -> None:
 def test_backward_prints_the_report_and_quiet_does_not() -> None:
     script = "x = tensor(3., requires_grad=True)\ny = x ** 2\ny.backward()\nx.grad\n"
     out, _, _ = feed(script)
-    assert out.startswith("y.backward() at line 3")
+    assert out.startswith("y.backward() at line 4")
     assert "PowBackward0" in out and out.endswith("tensor(6.)\n")
     quiet, _, _ = feed(script, RunOptions(quiet=True, width=100, color=False))
     assert quiet == "tensor(6.)\n"
@@ -311,15 +311,16 @@ def test_width_option_sets_the_report_width() -> None:
 def test_show_and_graph_builtins_work_in_the_repl() -> None:
     out, _, _ = feed("x = tensor(1., requires_grad=True)\ny = x * 2\ngraph(y)\nshow(y)\n")
     assert "MulBackward0 → y" in out
-    assert "show(y) at line 4" in out
+    assert "show(y) at line 5" in out
 
 
 def test_line_numbers_continue_across_inputs() -> None:
     out, err, repl = feed("a = 1\nb = 2\nc = nope\nd = 4\nd.missing\n")
-    assert "<stdin>:3:5: error: NameError" in err
-    # the failed input gave its line back: `d = 4` is line 3, `d.missing` line 4
-    assert "<stdin>:4:1: error: AttributeError" in err
-    assert repl.next_line == 4
+    # line 1 is the `import torch` that .save writes: input starts at line 2
+    assert "<stdin>:4:5: error: NameError" in err
+    # the failed input gave its line back: `d = 4` is line 4, `d.missing` line 5
+    assert "<stdin>:5:1: error: AttributeError" in err
+    assert repl.next_line == 5
 
 
 # ---------------------------------------------------------------- errors
@@ -466,7 +467,7 @@ def test_reset_forgets_everything() -> None:
     assert first == second  # the seed was reset too
     assert "session reset" in out
     assert "name 'x' is not defined" in err
-    assert repl.script() == "x = randn(2)\nprint(x)\n"
+    assert repl.script() == "import torch\nx = randn(2)\nprint(x)\n"
 
 
 def test_unknown_command() -> None:
@@ -491,7 +492,7 @@ def test_load_runs_a_script_into_the_session(tmp_path: Path) -> None:
     lib.write_text("w = tensor(2., requires_grad=True)\nprint('loaded')\nw\n", encoding="utf-8")
     out, err, repl = feed(f".load {lib}\nw * 2\n")
     assert out == "loaded\ntensor(4., grad_fn=<MulBackward0>)\n"  # a script: no echo
-    assert repl.script().startswith(lib.read_text(encoding="utf-8"))
+    assert repl.script().startswith("import torch\n" + lib.read_text(encoding="utf-8"))
 
 
 def test_load_errors(tmp_path: Path) -> None:
@@ -502,7 +503,7 @@ def test_load_errors(tmp_path: Path) -> None:
     assert out == "1\n"
     assert "cannot read" in err and "No such file" in err
     assert "usage: .load FILE" in err
-    assert repl.script() == "a = 1\nprint(a)\n"
+    assert repl.script() == "import torch\na = 1\nprint(a)\n"
 
 
 def test_save_writes_what_ran(tmp_path: Path) -> None:
@@ -521,8 +522,9 @@ def test_save_writes_what_ran(tmp_path: Path) -> None:
         f".save {target}\n"
     )
     out, _, _ = feed(text)
-    assert out.endswith(f"saved 8 lines to {target}\n")
+    assert out.endswith(f"saved 9 lines to {target}\n")
     assert target.read_text(encoding="utf-8") == (
+        "import torch\n"
         "x = tensor(2., requires_grad=True)\n"
         "y = x * 3\n"
         "print(y)\n"
@@ -537,8 +539,8 @@ def test_save_writes_what_ran(tmp_path: Path) -> None:
 def test_save_keeps_the_statements_before_a_failure() -> None:
     _, _, repl = feed("a = 1\nb = 2\nc = a +\n")  # warm up the numbering
     repl.execute("p = 1\nq = p + nope\nr = 3")  # a paste: p took effect
-    assert repl.script() == "a = 1\nb = 2\np = 1\n"
-    assert repl.next_line == 4
+    assert repl.script() == "import torch\na = 1\nb = 2\np = 1\n"
+    assert repl.next_line == 5
 
 
 def test_save_errors(tmp_path: Path) -> None:
@@ -653,7 +655,9 @@ def test_editor_multiline_def_then_call() -> None:
         ["def f(x):\r", "y = x * 2\r", "return y + 1\r", "\r", "f(3)\r"]
     )
     assert out == "7\n", err
-    assert repl.script() == "def f(x):\n    y = x * 2\n    return y + 1\n\nprint(f(3))\n"
+    assert (
+        repl.script() == "import torch\ndef f(x):\n    y = x * 2\n    return y + 1\n\nprint(f(3))\n"
+    )
 
 
 def test_editor_nested_blocks_and_brackets() -> None:
@@ -666,7 +670,7 @@ def test_editor_nested_blocks_and_brackets() -> None:
 def test_editor_error_then_recovery() -> None:
     out, err, _ = editor_session(["a = 1\r", "b = a +\r", "a / 0\r", "a + 1\r"])
     assert "SyntaxError" in err and "ZeroDivisionError" in err
-    assert "<stdin>:2:8" in err  # points into the input just typed
+    assert "<stdin>:3:8" in err  # points into the input just typed
     assert out == "2\n"
 
 
@@ -674,7 +678,7 @@ def test_editor_backward_report_and_vars() -> None:
     out, _, _ = editor_session(
         ["x = tensor(2., requires_grad=True)\r", "(x ** 3).backward()\r", "x.grad\r", ".vars\r"]
     )
-    assert "(x ** 3).backward() at line 2" in out
+    assert "(x ** 3).backward() at line 3" in out
     assert "tensor(12.)" in out
     assert re.search(r"x\s+Tensor\s+\[\]\s+float32\s+True\s+True\s+None\s+set", out)
 

@@ -29,12 +29,12 @@ NEW_PROMPT = "\x1b[?2004h"  # bracketed paste on: a prompt is starting
 class Terminal:
     """One `adcli repl` in a pty."""
 
-    def __init__(self, history: Path, *args: str) -> None:
+    def __init__(self, history: Path, *args: str, color: bool = False) -> None:
         env = dict(os.environ)
         env.update(
             PROMPT_TOOLKIT_NO_CPR="1",
             ADCLI_HISTORY=str(history),
-            NO_COLOR="1",
+            NO_COLOR="" if color else "1",
             TERM="xterm",
             PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
         )
@@ -98,7 +98,7 @@ def test_error_then_recovery(history: Path) -> None:
     t = Terminal(history)
     t.run("v = 5")
     out = t.output_of("w = v +")
-    assert "SyntaxError" in out and "<stdin>:2:8" in out and "^" in out
+    assert "SyntaxError" in out and "<stdin>:3:8" in out and "^" in out  # line 1: import
     out = t.output_of("v / 0")
     assert "ZeroDivisionError: division by zero" in out
     assert "15" in t.output_of("v * 3")
@@ -109,7 +109,7 @@ def test_backward_report_and_vars(history: Path) -> None:
     t = Terminal(history)
     t.run("x = tensor(3., requires_grad=True)")
     out = t.output_of("(x * x).backward()")
-    assert "(x * x).backward() at line 2" in out
+    assert "(x * x).backward() at line 3" in out
     assert "MulBackward0" in out
     assert "tensor(6.)" in t.output_of("x.grad")
     out = t.output_of(".vars")
@@ -177,4 +177,44 @@ def test_tab_completes_torch_members_and_tensor_methods(history: Path) -> None:
     assert "tensor(3., grad_fn=<ReluBackward0>)" in t.output_of("")
     type_keys("weig", "\t", ".nume", "\t", "() * 100")
     assert "200" in t.output_of("")
+    t.close()
+
+
+def test_suggestion_from_history_in_grey(history: Path) -> None:
+    """Typing the start of a line from history shows its rest in grey (ANSI 90);
+    Right arrow takes it."""
+    t = Terminal(history, color=True)
+    t.run("suggested_name = 6 * 7")
+    t.child.send("sugg")
+    t.child.expect_exact("\x1b[0;90m")  # grey: ansibrightblack
+    t.child.expect_exact("ested_name = 6 * 7")
+    t.child.send("\x1b[C")  # Right arrow
+    t.run("")
+    assert "42" in t.output_of("suggested_name")
+    t.close()
+
+
+def test_underscore_dir_and_help(history: Path) -> None:
+    t = Terminal(history)
+    t.run("x = tensor([1., 2.], requires_grad=True)")
+    assert "tensor([2., 4.]" in t.output_of("x * 2")
+    assert "tensor(6." in t.output_of("_.sum()")
+    assert "'backward'" in t.output_of("dir(x)")
+    out = t.output_of("help(torch.sum)")
+    assert "torch.sum(a, dim=None, keepdim=False, dtype=None)" in out
+    assert "Sum of all elements" in out
+    t.close()
+
+
+def test_save_asks_before_overwriting(history: Path, tmp_path: Path) -> None:
+    target = tmp_path / "s.ad"
+    target.write_text("old\n")
+    t = Terminal(history)
+    t.run("a = 1")
+    t.enter(f".save {target}")
+    t.child.expect_exact("exists; overwrite it? [y/N]")
+    t.child.send("y\r")
+    t.child.expect_exact("saved 2 lines")
+    t.prompt()
+    assert target.read_text() == "import torch\na = 1\n"
     t.close()

@@ -46,6 +46,8 @@ class BackwardEvent:
     entries: list[TraceEntry] = field(default_factory=list)
     results: tuple[Tensor | None, ...] | None = None
     pass_id: int = field(default_factory=lambda: next(_passes))
+    # notes a host adds before the listeners after it report the pass
+    notes: list[str] = field(default_factory=list)
 
 
 _passes = itertools.count(1)

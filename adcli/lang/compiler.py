@@ -1063,8 +1063,39 @@ class Translator:
         return py.Module(body=body, type_ignores=[])
 
 
+def _module_scope_names(body: list[py.stmt]) -> list[str]:
+    """Every name the module scope itself reads or binds (not nested scopes' own)."""
+    names: dict[str, None] = {}
+    stack: list[py.AST] = list(body)
+    while stack:
+        n = stack.pop()
+        kind = type(n)
+        if kind is py.Name:
+            names[n.id] = None  # type: ignore[attr-defined]
+        elif kind in (py.FunctionDef, py.Lambda):
+            a = n.args  # type: ignore[attr-defined]
+            stack.extend(a.defaults)
+            stack.extend(d for d in a.kw_defaults if d is not None)
+            stack.extend(getattr(n, "decorator_list", ()))
+        elif kind is py.ClassDef:
+            stack.extend(n.bases + n.keywords + n.decorator_list)  # type: ignore[attr-defined]
+        elif kind in (py.ListComp, py.SetComp, py.DictComp, py.GeneratorExp):
+            stack.append(n.generators[0].iter)  # type: ignore[attr-defined]
+        elif kind is not py.Global:
+            stack.extend(py.iter_child_nodes(n))
+    return list(names)
+
+
 def translate(module: ast.Module, options: Options) -> py.Module:
-    """The Python module for `module` (positions set on every node)."""
+    """The Python module for `module` (positions set on every node).
+
+    The module's own names are declared `global`: CPython then reads them (and
+    the hidden helpers in the builtins) with its cached global lookups instead
+    of the three dict probes of a plain module-level name.
+    """
     tree = Translator(module, options).module(module)
+    names = _module_scope_names(tree.body)
+    if names:
+        tree.body.insert(0, py.Global(names=names))
     _locate([tree], Span(1, 1, 1, 2))
     return tree

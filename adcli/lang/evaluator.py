@@ -114,6 +114,28 @@ def _kind(exc: BaseException) -> str:
     return ""
 
 
+def _innermost_frame(exc: BaseException, codes: dict) -> types.FrameType | None:
+    """The innermost frame of script code in `exc`'s traceback."""
+    tb, found = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            found = tb.tb_frame
+        tb = tb.tb_next
+    return found
+
+
+def _attribute_error(exc: AttributeError) -> str:
+    """An AttributeError's message with Python 3.12's "Did you mean: 'x'?" when a
+    name the script may read on the object is close."""
+    message = str(exc)
+    if "has no attribute" not in message:
+        return message  # "adcli does not support Tensor.x yet" and the like
+    from adcli.hints import attribute_candidates, suggest
+
+    close = suggest(exc.name, attribute_candidates(exc.obj))
+    return message + f". Did you mean: '{close}'?" if close else message
+
+
 class Interpreter:
     """One script session: globals, builtins, hooks, limits, counters.
 
@@ -385,7 +407,9 @@ class Interpreter:
         elif isinstance(exc, MemoryError):
             kind, message = "LimitError", str(exc) or "out of memory"
         elif isinstance(exc, NameError) and type(exc) is NameError and getattr(exc, "name", None):
-            kind, message = "NameError", self._name_error(exc.name, str(exc))
+            kind, message = "NameError", self._name_error(exc.name, str(exc), exc)
+        elif type(exc) is AttributeError and exc.name and exc.obj is not None:
+            kind, message = "AttributeError", _attribute_error(exc)
         else:
             kind, message = _kind_of(exc), str(exc)
         if not entries:
@@ -400,20 +424,27 @@ class Interpreter:
             catchable=kind not in UNCATCHABLE,
         )
 
-    def _name_error(self, name: str, message: str) -> str:
+    def _name_error(self, name: str, message: str, exc: BaseException | None = None) -> str:
         name = name[3:] if name.startswith("ad$") else name
         if not message.startswith("name "):
             return message
         message = f"name '{name}' is not defined"
         if name in _FORBIDDEN_NAMES:
             return message + f" ('{name}' is not available in adcli scripts)"
-        candidates = {k for k in self.globals if "$" not in k and k != "__builtins__"}
-        candidates |= set(self.builtins)
-        import difflib
+        from adcli.hints import suggest
 
-        close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.75)
+        # as Python 3.12: the frame's locals, then its globals, then the builtins
+        candidates: dict[str, None] = {}
+        frame = _innermost_frame(exc, self._codes) if exc is not None else None
+        if frame is not None and frame.f_locals is not frame.f_globals:
+            candidates.update(dict.fromkeys(frame.f_locals))
+        candidates.update(dict.fromkeys(self.globals))
+        candidates.update(dict.fromkeys(self.builtins))
+        close = suggest(
+            name, [k for k in candidates if "$" not in k and k != "__builtins__" and k[:1] != "_"]
+        )
         if close:
-            message += f". Did you mean: '{close[0]}'?"
+            message += f". Did you mean: '{close}'?"
         return message
 
     # ------------------------------------------------------------ helpers

@@ -475,7 +475,8 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         try:
             return obj.__ad_members__[name]
         except KeyError:
-            raise AttributeError(missing_member(obj.__ad_name__, name)) from None
+            message = missing_member(obj.__ad_name__, name)
+            raise AttributeError(message, name=name, obj=obj) from None
     if _declares(t, "__ad_attrs__", name):
         return getattr(obj, name)
     if getattr(t, "__ad_open__", False) is True:
@@ -483,7 +484,9 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         try:
             return obj.__dict__[name]
         except KeyError:
-            raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'") from None
+            raise AttributeError(
+                f"'{t.__name__}' object has no attribute '{name}'", name=name, obj=obj
+            ) from None
     if (t, name) in _PLAIN:
         return getattr(obj, name)
     if t in (list, str, set, frozenset, dict):
@@ -495,7 +498,8 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         raise SandboxError(
             f"attribute '{name}' of '{t.__name__}' objects is not available in adcli scripts"
         )
-    raise AttributeError(_missing_attribute(t.__name__, name))
+    # name and obj let the diagnostic say "Did you mean: ...?" as Python 3.12 does
+    raise AttributeError(_missing_attribute(t.__name__, name), name=name, obj=obj)
 
 
 def _public_type(obj: Any, name: str) -> type:
@@ -913,7 +917,9 @@ def _is_script_instance(t: type) -> bool:
 
 
 def _no_attr(obj: Any, name: str) -> AttributeError:
-    return AttributeError(f"'{type(obj).__name__}' object has no attribute '{name}'")
+    return AttributeError(
+        f"'{type(obj).__name__}' object has no attribute '{name}'", name=name, obj=obj
+    )
 
 
 def check_bases(bases: tuple) -> None:

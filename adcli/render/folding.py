@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from .report import Report, Row
 
-__all__ = ["MAX_SHAPES", "ReportFolder", "graph_shape"]
+__all__ = ["MAX_SHAPES", "FoldedRun", "ReportFolder", "graph_shape"]
 
 _STEP_SUFFIX = re.compile(r"@\d+$")
 _STEP_NAMES = re.compile(r"@\d+\b")
@@ -46,6 +46,22 @@ def graph_shape(report: Report) -> Hashable:
 def _base(name: str) -> str:
     """`loss@7` is `loss` again: the name of each step's new value counts up."""
     return _STEP_SUFFIX.sub("", name)
+
+
+@dataclass(frozen=True)
+class FoldedRun:
+    """One fold line as data (for `--json`): steps `first_step`..`last_step` of the call
+    at `line` were not printed; `text` is the line the text output prints for them."""
+
+    line: int | None
+    root: str
+    first_step: int
+    last_step: int
+    same_graph: bool
+    first_value: float | None
+    last_value: float | None
+    next_in_full: bool  # the step after `last_step` (the call's last) prints in full
+    text: str
 
 
 @dataclass
@@ -73,9 +89,11 @@ class ReportFolder:
         *,
         fold: bool = True,
         every: int | None = None,
+        runs: Callable[[FoldedRun], None] | None = None,
     ) -> None:
         self._show = show
         self._say = say
+        self._runs = runs  # also told each fold line as data
         self._fold = fold
         self._every = every
         self._sites: dict[Hashable, _Site] = {}
@@ -120,7 +138,10 @@ class ReportFolder:
         # the folded steps are run_from..end; with show_last the last of them prints in full
         folded_to = end - 1 if show_last else end
         if folded_to >= site.run_from:
-            self._say(self._line(site, last, folded_to, show_last))
+            run = self._run(site, last, folded_to, show_last)
+            self._say(run.text)
+            if self._runs is not None:
+                self._runs(run)
         if show_last:
             if graph_shape(last) in site.shapes:  # its graph table and notes were printed
                 last.graph_shown = True
@@ -130,7 +151,7 @@ class ReportFolder:
         site.last = None
 
     @staticmethod
-    def _line(site: _Site, last: Report, folded_to: int, show_last: bool) -> str:
+    def _run(site: _Site, last: Report, folded_to: int, show_last: bool) -> FoldedRun:
         steps = (
             f"step {site.run_from}"
             if folded_to == site.run_from
@@ -145,7 +166,17 @@ class ReportFolder:
             text += f", {_base(last.root)} {_num(site.first_value)} → {_num(to_value)}"
         if show_last:
             text += f"; step {folded_to + 1} below"
-        return text
+        return FoldedRun(
+            line=last.line,
+            root=_base(last.root),
+            first_step=site.run_from,
+            last_step=folded_to,
+            same_graph=same,
+            first_value=site.first_value,
+            last_value=to_value,
+            next_in_full=show_last,
+            text=text,
+        )
 
 
 def _steps_out(note: str) -> str:

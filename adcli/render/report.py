@@ -169,6 +169,19 @@ class Report:
         return [r for r in self.rows if isinstance(r, Row)]
 
 
+def legend_lines(report: Report) -> list[str]:
+    """The legend under the node table, one line per mark to explain: for now one
+    per kind of `None (reason)` in the .grad column, with the whole reason.
+
+    The text (`render.tables`) and `--json` (`render.jsonout`) both print these,
+    so a new kind of legend line goes here to reach both."""
+    reasons: dict[str, None] = {}
+    for row in report.shown_rows:
+        if row.grad is None and row.grad_reason:
+            reasons[row.grad_reason] = None
+    return [f".grad None: {reason}" for reason in reasons] + _mark_lines(report)
+
+
 # ------------------------------------------------------------------ formatting
 
 
@@ -610,6 +623,7 @@ def _notes(
     notes += _capped(_custom_notes(items), "custom Functions")
     notes += _capped(_nonleaf_notes(items), "tensors that are not leaves")
     if event is not None:
+        notes += event.notes  # the session's (adcli.hints: gradients that accumulated)
         notes += _freed_notes(items, event)
         notes += _capped(_broadcast_notes(items, names), "gradients summed over broadcast dims")
         notes += _capped(_hook_notes(items), "hooks that changed a gradient")
@@ -646,6 +660,28 @@ def _nonleaf_notes(items: list[_Item]) -> list[str]:
             f"call .requires_grad_()) or call {lab.name}.retain_grad()"
         )
     return out
+
+
+def _mark_lines(report: Report) -> list[str]:
+    """One line saying what the report's marks mean, for those that appear in it:
+    `(gone)`, `name@2` (a name bound again) and `MulBackward0#1` (an unnamed result)."""
+    rows = report.shown_rows
+    marks = []
+    rebound = next((r.name for r in rows if re.search(r"@\d+$", r.name)), None)
+    if rebound is not None:
+        base, _, n = rebound.rpartition("@")
+        marks.append(f"{rebound} = the {_ordinal(int(n))} tensor bound to {base}")
+    numbered = next((r.name for r in rows if re.search(r"#\d+$", r.name)), None)
+    if numbered is not None:
+        marks.append(f"{numbered} = an unnamed result, numbered per grad_fn")
+    if any(r.value is None for r in rows):
+        marks.append("(gone) = the tensor no longer exists")
+    return ["marks: " + "; ".join(marks)] if marks else []
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _freed_notes(items: list[_Item], event: BackwardEvent) -> list[str]:

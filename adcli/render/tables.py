@@ -15,7 +15,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .report import Block, Fold, Report, Row, format_shape, format_value, inline_value
+from .report import (
+    Block,
+    Fold,
+    Report,
+    Row,
+    format_shape,
+    format_value,
+    inline_value,
+    legend_lines,
+)
 
 #: Width when the output is not a terminal (pipes, files, golden tests).
 PIPE_WIDTH = 100
@@ -340,19 +349,11 @@ def _value_cell(a: object, dtype: str, full: bool, missing: str = "(gone)") -> T
 
 
 def _legend(report: Report) -> Text | None:
-    """One line per kind of `None (reason)` in the .grad column, with the whole reason."""
-    reasons: dict[str, None] = {}
-    for row in report.shown_rows:
-        if row.grad is None and row.grad_reason:
-            reasons[row.grad_reason] = None
-    if not reasons:
+    """The legend lines (`report.legend_lines`, shared with --json), dimmed."""
+    lines = legend_lines(report)
+    if not lines:
         return None
-    text = Text()
-    for i, reason in enumerate(reasons):
-        if i:
-            text.append("\n")
-        text.append(f".grad None: {reason}", style=_DIM)
-    return text
+    return Text("\n".join(lines), style=_DIM)
 
 
 def _notes(notes: list[str]) -> Table:

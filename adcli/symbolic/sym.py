@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -787,11 +788,114 @@ def _allowed(expr: Any) -> bool:
 
 
 def tidy(expr: Any) -> Any:
-    """The simplest equal form SymPy finds that the language can still spell."""
+    """The simplest equal form SymPy finds that the language can still spell.
+
+    Results are kept per formula *shape*: the formula with its tensor symbols
+    replaced by canonical ones (same name, kind, shape and assumptions). A training
+    loop builds the same formula at every step from new symbols (the leaves have new
+    values), and simplification does not look at values, so every step after the
+    first reuses the first step's work."""
     if node_count(expr, SIMPLIFY_LIMIT) > SIMPLIFY_LIMIT:
         return expr
+    canon, back = _canonical(expr)
+    hit = _TIDY_CACHE.get(canon)
+    if hit is None:
+        with _memoized_simplify():
+            hit = _tidy(canon)
+        if len(_TIDY_CACHE) >= _CACHE_LIMIT:
+            _TIDY_CACHE.clear()
+        _TIDY_CACHE[canon] = hit
+    return _rename(hit, back)
+
+
+#: tidy() results and SymPy simplify() results, keyed by canonical formulas
+_TIDY_CACHE: dict[Any, Any] = {}
+_SIMPLIFY_CACHE: dict[Any, Any] = {}
+_CACHE_LIMIT = 4000
+#: canonical symbols: (name, rank, kind, shape, assumptions) -> symbol
+_CANONICAL: dict[tuple[Any, ...], TensorSymbol] = {}
+_CLASSES: dict[tuple[Any, ...], int] = {}  # (kind, shape, assumptions) -> small number
+
+
+def _canonical(expr: Any) -> tuple[Any, dict[Any, Any]]:
+    """`expr` with each tensor symbol replaced by a canonical one, and the way back.
+
+    Symbols of one name are ranked by their own order (their dummy index), and the
+    canonical ones are ordered the same way (negative dummy indices: rank first), so
+    SymPy sorts the arguments of the canonical formula exactly as it sorts the
+    original's."""
+    by_name: dict[str, list[TensorSymbol]] = {}
+    for s in expr.atoms(TensorSymbol):
+        by_name.setdefault(s.name, []).append(s)
+    if not by_name:
+        return expr, {}
+    there: dict[Any, Any] = {}
+    for name, group in by_name.items():
+        group.sort(key=lambda s: s.dummy_index)
+        for rank, s in enumerate(group):
+            assumptions = tuple(sorted(s._assumptions_orig.items()))
+            cls_key = (s.kind, tuple(s.shape), assumptions)
+            key = (name, rank) + cls_key
+            c = _CANONICAL.get(key)
+            if c is None:
+                number_ = _CLASSES.setdefault(cls_key, len(_CLASSES))
+                index = -(10**12) + rank * 10**6 + number_
+                c = TensorSymbol(name, dummy_index=index, **dict(assumptions))
+                c.shape, c.value, c.kind = s.shape, s.value, s.kind
+                _CANONICAL[key] = c
+            there[s] = c
+    back = {c: s for s, c in there.items()}
+    return _rename(expr, there), back
+
+
+def _rename(expr: Any, mapping: dict[Any, Any]) -> Any:
+    """`expr` with symbols renamed and nothing else changed: rebuilt without
+    evaluation, which would undo forms tidy() chose (`(a - b)/16` -> `a/16 - b/16`)."""
+    if not mapping:
+        return expr
+    with sympy.evaluate(False):
+        return expr.xreplace(mapping)
+
+
+class _memoized_simplify:  # noqa: N801 - used as a context manager
+    """While active, SymPy's simplify() remembers its results.
+
+    simplify() simplifies the arguments of every function in a formula by calling
+    itself on them, at every level of nesting, so a formula of nested opaque
+    operations (`X.T @ where(b1 + X @ W1 > 0, ... exp(log_softmax(...)) ...)`) has
+    its innermost parts simplified again and again, exponentially in the depth.
+    simplify() is a function of the formula alone, so its module-level name is
+    swapped for a remembering one while tidy() runs (never across a script's code).
+    """
+
+    def __enter__(self) -> None:
+        self.module = sys.modules["sympy.simplify.simplify"]
+        self.original = self.module.simplify
+        original = self.original
+
+        def simplify(expr: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                key = (expr, args, tuple(sorted(kwargs.items())))
+                hit = _SIMPLIFY_CACHE.get(key)
+            except TypeError:  # an unhashable argument: no memory
+                return original(expr, *args, **kwargs)
+            if hit is None:
+                hit = original(expr, *args, **kwargs)
+                if len(_SIMPLIFY_CACHE) >= _CACHE_LIMIT:
+                    _SIMPLIFY_CACHE.clear()
+                _SIMPLIFY_CACHE[key] = hit
+            return hit
+
+        self.module.simplify = simplify
+
+    def __exit__(self, *exc: Any) -> None:
+        self.module.simplify = self.original
+
+
+def _tidy(expr: Any) -> Any:
     candidates = []
-    for fn in (sympy.factor, sympy.factor_terms, lambda e: e, sympy.simplify):
+    simplify = sys.modules["sympy.simplify.simplify"].simplify  # remembering, in tidy()
+    for fn in (sympy.factor, sympy.factor_terms, lambda e: e, simplify):
         try:
             c = fn(expr)
         except Exception:  # SymPy gives up in many ways; the expression as built is fine
