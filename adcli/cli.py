@@ -70,6 +70,7 @@ _RUN_VALUES = {
 _RUN_PARSED = {
     "--timeout": ("timeout", "parse_seconds"),
     "--max-memory": ("max_memory", "parse_memory"),
+    "--max-tensor-memory": ("max_tensor_memory", "parse_memory"),
 }
 
 
@@ -164,6 +165,7 @@ def _fast_run(args: list[str]) -> int | None:
         report_every=opts.get("report_every"),
         timeout=opts.get("timeout", defaults.timeout),
         max_memory=opts.get("max_memory", defaults.max_memory),
+        max_tensor_memory=opts.get("max_tensor_memory", defaults.max_tensor_memory),
         in_process=opts.get("in_process", False),
     )
     try:

@@ -274,6 +274,17 @@ def run(
             "and each grad_fn's local derivative rule.",
         ),
     ] = False,
+    call: Annotated[
+        int | None,
+        typer.Option(
+            "--call",
+            min=1,
+            metavar="LINE",
+            show_default=False,
+            help="With --symbolic: formulas only for the backward()/grad() call at this "
+            "script line.",
+        ),
+    ] = None,
     all_reports: Annotated[
         bool,
         typer.Option(
@@ -318,6 +329,14 @@ def run(
             help="Memory the script may use, as 4G or 512M (0: no limit).",
         ),
     ] = "4G",
+    max_tensor_memory: Annotated[
+        str,
+        typer.Option(
+            "--max-tensor-memory",
+            metavar="SIZE",
+            help="Memory all live tensors may hold together, as 1G or 512M (0: no limit).",
+        ),
+    ] = "1G",
     in_process: Annotated[
         bool,
         typer.Option(
@@ -333,6 +352,8 @@ def run(
     needs more than --max-memory, or crashes, it is stopped with a one-line
     error and exit status 1.
     """
+    if call is not None and not symbolic:
+        _fail("--call works with --symbolic (adcli check takes --call too)")
     if file != "-":
         _check_readable(file)
     options = RunOptions(
@@ -346,11 +367,13 @@ def run(
         max_numel=max_numel,
         color=False if no_color else None,
         symbolic=symbolic,
+        call=call,
         all_reports=all_reports,
         report_every=report_every,
         html=html,
         timeout=_budget_value("--timeout", timeout, "parse_seconds"),
         max_memory=_budget_value("--max-memory", max_memory, "parse_memory"),
+        max_tensor_memory=_budget_value("--max-tensor-memory", max_tensor_memory, "parse_memory"),
         in_process=in_process,
     )
     try:
@@ -412,16 +435,63 @@ def test_command(
         int,
         typer.Option("--jobs", "-j", min=1, max=256, metavar="N", help="Run N scripts at a time."),
     ] = 1,
+    output_only: Annotated[
+        bool,
+        typer.Option(
+            "--output-only",
+            help="Run scripts without reports (as run -q) and compare only what they print; "
+            "with --update, write that.",
+        ),
+    ] = False,
+    tolerance: Annotated[
+        str | None,
+        typer.Option(
+            "--tolerance",
+            metavar="REL",
+            show_default=False,
+            help="Let decimal numbers differ by this relative tolerance, as 1e-4 "
+            "(integers and text still compare exactly).",
+        ),
+    ] = None,
+    abs_tolerance: Annotated[
+        str | None,
+        typer.Option(
+            "--abs-tolerance",
+            metavar="ABS",
+            show_default=False,
+            help="With --tolerance: also let numbers near 0 differ by this much.",
+        ),
+    ] = None,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Write one JSON document: per script pass/fail, first difference, exit "
+            "status, time and why it was stopped.",
+        ),
+    ] = False,
 ) -> None:
     """Run golden tests: each X.ad must print exactly what X.out holds.
 
     The last line of X.out is the exit status, as `[exit 0]`. A failure shows a
-    unified diff; exit status 1 if any test failed. Each script runs in a child
-    process of its own: one that runs past --timeout, needs more than
+    short unified diff; exit status 1 if any test failed. Each script runs in a
+    child process of its own: one that runs past --timeout, needs more than
     --max-memory or crashes fails alone, with the reason. Symbolic links to
     scripts or expected files are refused, and linked folders are not entered.
+    To grade a class, --output-only compares what the scripts print without the
+    reports (whose name columns change when a variable is renamed).
     """
     from adcli import golden
+    from adcli.textcompare import Tolerance
+
+    rel = _tolerance_value("--tolerance", tolerance)
+    absolute = _tolerance_value("--abs-tolerance", abs_tolerance)
+    if absolute is not None and rel is None:
+        _fail("--abs-tolerance works with --tolerance")
+    grading = golden.Grading(
+        output_only=output_only,
+        tolerance=None if rel is None else Tolerance(rel, absolute or 0.0),
+    )
 
     try:
         scripts = golden.find_scripts(paths)
@@ -437,8 +507,23 @@ def test_command(
             timeout=_budget_value("--timeout", timeout, "parse_seconds") or None,
             max_memory=_budget_value("--max-memory", max_memory, "parse_memory") or None,
         )
-    summary = golden.run_all(scripts, update=update, budget=budget, jobs=jobs)
+    summary = golden.run_all(
+        scripts, update=update, budget=budget, jobs=jobs, grading=grading, json_output=json_output
+    )
     raise typer.Exit(EXIT_ERROR if summary.failed else EXIT_OK)
+
+
+def _tolerance_value(flag: str, text: str | None) -> float | None:
+    """The number given to --tolerance/--abs-tolerance (None when not given)."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and value < 1e300):
+        _fail(f"{flag}: invalid tolerance {text!r} (a number such as 1e-4, at least 0)")
+    return value
 
 
 @app.command("graph")
@@ -573,6 +658,16 @@ def check_command(
         bool,
         typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1)."),
     ] = False,
+    call: Annotated[
+        int | None,
+        typer.Option(
+            "--call",
+            min=1,
+            metavar="LINE",
+            show_default=False,
+            help="Check only the backward()/grad() call at this script line.",
+        ),
+    ] = None,
     debug: Annotated[
         bool,
         typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
@@ -601,6 +696,7 @@ def check_command(
         width=width,
         color=False if no_color else None,
         debug=debug,
+        call=call,
     )
     if file != "-":
         _check_readable(file)

@@ -43,6 +43,7 @@ from typing import IO, Any
 import numpy as np
 
 from .autograd import custom, dtypes, engine, grad_mode, ops
+from .autograd.config import check_numel
 from .autograd.config import config as engine_config
 from .autograd.node import AccumulateGrad, Function, Node
 from .autograd.tensor import Tensor
@@ -210,6 +211,12 @@ def _undefined_grad_outputs(
         _zero_grad_outputs(outs, diff_inputs, _UNDEFINED)
 
 
+def _check_jacobian_size(diff_inputs: list[Tensor], output: Tensor) -> None:
+    """Refuse Jacobian blocks over the tensor element limit before allocating them."""
+    for x in diff_inputs:
+        check_numel(x.data_.size * output.data_.size)
+
+
 def _numerical_jacobian(
     func: Callable[..., Any],
     tupled: tuple[Any, ...],
@@ -219,6 +226,8 @@ def _numerical_jacobian(
 ) -> list[list[Tensor]]:
     """numerical[output][input]: (input.numel(), output.numel()) by central differences,
     each input element moved in place as PyTorch does (without a version bump)."""
+    for o in func_out:
+        _check_jacobian_size(diff_inputs, o)
     cols: list[list[np.ndarray]] = [
         [np.zeros((x.data_.size, o.data_.size), o.data_.dtype) for x in diff_inputs]
         for o in func_out
@@ -247,6 +256,8 @@ def _analytical_jacobian(
 ) -> list[Tensor]:
     """(input.numel(), output.numel()) per input, one vjp per output element (twice, to
     tell a non-reentrant backward, as PyTorch does)."""
+
+    _check_jacobian_size(diff_inputs, output)
 
     def rows() -> list[np.ndarray]:
         jac = [np.zeros((x.data_.size, output.data_.size), x.data_.dtype) for x in diff_inputs]
@@ -797,6 +808,7 @@ class CheckOptions:
     color: bool | None = None
     debug: bool = False
     display_name: str | None = None
+    call: int | None = None  # check only the backward()/grad() call at this script line
 
 
 def _compare(
@@ -923,14 +935,20 @@ def _targets(event: engine.BackwardEvent) -> list[_Target]:
 class Checker:
     """Checks each event of a running script; collects CallChecks."""
 
-    def __init__(self, opts: CheckOptions) -> None:
+    def __init__(self, opts: CheckOptions, progress: Any = None) -> None:
         self.opts = opts
+        self.progress = progress  # adcli.render.progress.Progress, or None
         self.checks: list[CallCheck] = []
         self._by_key: dict[tuple[Any, ...], CallCheck] = {}
 
     def on_event(self, event: engine.BackwardEvent, span: Any, call_text: str | None) -> None:
         line = span.line if span is not None else None
+        if self.opts.call is not None and line != self.opts.call:
+            return  # --call LINE: only that line's call is checked
         cc = CallCheck(event.kind, line, call_text)
+        if self.progress is not None:
+            where = f" at line {line}" if line is not None else ""
+            self.progress.update(f"checking {call_text or event.kind + '()'}{where}")
         try:
             self._check(event, cc)
         except Unreplayable as exc:
@@ -943,6 +961,8 @@ class Checker:
             cc.skipped = f"internal error: {type(exc).__name__}: {exc}"
             cc.first = []
             cc.second = []
+        if self.progress is not None:
+            self.progress.update("running the script")
         self._add(cc)
 
     def _add(self, cc: CallCheck) -> None:
@@ -996,6 +1016,10 @@ class Checker:
         if event.kind == "backward" and event.inputs is None:
             targets.sort(key=lambda t: replay.first_use(t.edge[0]))
         f0 = replay.value()
+        if self.progress is not None:  # one unit per element moved (twice each)
+            sizes = [int(np.prod(t.shape, dtype=np.int64)) for t in targets]
+            total = sum(min(n, opts.max_elements) for n in sizes)
+            self.progress.update(self.progress.description, total)
         for t in targets:
             stat = Stat(
                 (t.name,), t.shape, total=int(np.prod(t.shape, dtype=np.int64)), hook=t.hook
@@ -1033,6 +1057,8 @@ class Checker:
                 flat[k] = -opts.eps
                 fm[n] = replay.value(t.edge, delta)
                 flat[k] = 0.0
+                if self.progress is not None:
+                    self.progress.advance()
             _compare(analytic.reshape(-1)[idx], np.full(idx.size, f0), fp, fm, opts, stat)
         if event.create_graph:
             try:
@@ -1058,6 +1084,9 @@ class Checker:
         shapes = [t.shape for t in usable]
         g0 = replay.gradients_at(edges, shapes, None, None)
         blocks: dict[tuple[int, int], Stat] = {}
+        if self.progress is not None:
+            n_all = sum(int(np.prod(t.shape, dtype=np.int64)) for t in usable)
+            self.progress.update(self.progress.description + ": second derivatives", n_all)
         for vi, v in enumerate(usable):
             nv = int(np.prod(v.shape, dtype=np.int64))
             cols_p = [np.empty((int(np.prod(u.shape, dtype=np.int64)), nv)) for u in usable]
@@ -1073,6 +1102,8 @@ class Checker:
                 for ui in range(len(usable)):
                     cols_p[ui][:, k] = gp[ui].reshape(-1)
                     cols_m[ui][:, k] = gm[ui].reshape(-1)
+                if self.progress is not None:
+                    self.progress.advance()
             for ui, u in enumerate(usable):
                 stat = Stat((u.name, v.name), tuple(u.shape) + tuple(v.shape))
                 stat.total = cols_p[ui].size
@@ -1151,15 +1182,17 @@ def check_path(path: str, opts: CheckOptions) -> int:
 def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[str]) -> int:
     """Run script `text` quietly, check every gradient it computes, print the tables."""
     from .errors import format_diagnostic
+    from .render.progress import Progress
     from .session import Hooks, Output, Session, SessionOptions
 
-    checker = Checker(opts)
+    progress = Progress(err)  # on a terminal, after a second: the script's output is muted
+    checker = Checker(opts, progress)
     hooks = Hooks(on_event=checker.on_event)
     session = Session(
         Output(lambda s: None, lambda s: None), hooks, SessionOptions(debug=opts.debug)
     )
     try:
-        with recording():
+        with recording(), progress.phase("running the script"):
             error, internal = session.run_guarded(text, name, debug=opts.debug)
     finally:
         session.close()
@@ -1168,7 +1201,8 @@ def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[s
         err.write(format_diagnostic(error).rstrip("\n") + "\n")
     if internal is not None:
         err.write(f"adcli: internal error: {internal} (run with --debug for the traceback)\n")
-    return 1 if failed or error is not None or internal is not None else 0
+    missed = opts.call is not None and not checker.checks  # --call LINE: no call there
+    return 1 if failed or missed or error is not None or internal is not None else 0
 
 
 def _fmt(v: float) -> str:
@@ -1259,7 +1293,11 @@ def render_checks(checks: list[CallCheck], opts: CheckOptions, out: IO[str]) -> 
                 grid.add_row(Text("note:", style="yellow"), Text(note))
                 parts.append(grid)
         parts.append(Text(""))
-    if not checks:
+    if not checks and opts.call is not None:
+        parts.append(
+            Text(f"no backward() or autograd.grad() call ran at line {opts.call}: nothing to check")
+        )
+    elif not checks:
         parts.append(
             Text("the script made no backward() or autograd.grad() call: nothing to check")
         )

@@ -92,6 +92,7 @@ class Finished:
     code: int
     reason: str | None = None
     output: str = ""
+    seconds: float | None = None  # wall-clock time from fork to exit
 
     @property
     def message(self) -> str | None:
@@ -315,6 +316,7 @@ class _Child:
     reason: str | None = None
     status: int | None = None
     interrupted_at: float | None = None
+    started: float = field(default_factory=time.monotonic)
 
 
 def _start(job: _Job) -> _Child:
@@ -443,7 +445,7 @@ def _finish(child: _Child) -> Finished:
                 code = 1
     if child.interrupted_at is not None and reason is not None:
         reason, code = "interrupted (Ctrl-C)", 130
-    return Finished(code, reason, output)
+    return Finished(code, reason, output, time.monotonic() - child.started)
 
 
 def _signal_reason(sig: int, budget: Budget) -> str:

@@ -52,6 +52,7 @@ def _dtype(d: Any) -> Any:
     """A dtype argument, refused unless bool, integer or float."""
     if d is None:
         return None
+    d = getattr(d, "ad_type", d)  # a script's `int` is a size-checked stand-in for int
     if isinstance(d, np.dtype):
         dt = d
     elif (

@@ -41,6 +41,7 @@ class RunOptions:
     max_numel: int = 50_000_000
     color: bool | None = None
     symbolic: bool = False
+    call: int | None = None  # with symbolic: formulas only for the call at this line
     display_name: str | None = None
     # Reports of one call site with the same graph fold into one line between the
     # first and the last (`--all-reports` prints each; `--report-every N` every Nth).
@@ -53,6 +54,8 @@ class RunOptions:
     # `in_process` runs it in this process instead, without budgets.
     timeout: float | None = 60.0
     max_memory: int | None = 4 * 1024**3
+    # bytes all live tensors may hold together (`--max-tensor-memory`, adcli.autograd.budget)
+    max_tensor_memory: int | None = 1024**3
     in_process: bool = False
 
     def use_color(self, stream: IO[str] | None = None) -> bool:

@@ -215,7 +215,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
     if options.symbolic or "formula" in text:
         from .symbolic import Tracker
 
-        tracker = Tracker(eager=options.symbolic and reporter is not None)
+        tracker = Tracker(eager=options.symbolic and reporter is not None, call=options.call)
 
     def out(s: str) -> None:
         if html is not None:
@@ -275,6 +275,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
         max_steps=options.max_steps,
         max_depth=options.max_depth,
         max_numel=options.max_numel,
+        max_tensor_memory=options.max_tensor_memory,
         debug=options.debug,
     )
     session = Session(Output(out, err), hooks, sess_opts)
@@ -467,6 +468,9 @@ class _Reporter:
         self.streams = streams
         self._console = None
         self._folder: Any = None
+        # --symbolic: per call site, its latest report and what fills in its formulas
+        # (run only if the report is printed: folded ones never are)
+        self._formulas: dict[Any, tuple[Any, Any]] = {}
 
     def console(self) -> Any:
         if self._console is None:
@@ -486,8 +490,13 @@ class _Reporter:
 
         report = build_report(event, line=line, call_text=call_text, full=self.options.full)
         if tracker is not None:  # --symbolic: formula columns
-            tracker.annotate(report, event)
+            self._formulas[(report.line, report.call)] = (report, tracker.annotator(report, event))
         self.folder().add(report, _root_value(event))
+
+    def _prepare(self, report: Any) -> None:
+        got = self._formulas.pop((report.line, report.call), None)
+        if got is not None and got[0] is report:
+            got[1]()
 
     def folder(self) -> Any:
         if self._folder is None:
@@ -500,6 +509,7 @@ class _Reporter:
                 lambda text: console.print(text, style="dim", markup=False, highlight=False),
                 fold=not self.options.all_reports,
                 every=self.options.report_every,
+                prepare=self._prepare,
             )
         return self._folder
 

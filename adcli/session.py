@@ -69,6 +69,7 @@ class SessionOptions:
     max_steps: int = 10_000_000
     max_depth: int = 200
     max_numel: int = 50_000_000
+    max_tensor_memory: int | None = 1024**3  # bytes; None or 0: no budget
     debug: bool = False
     initial_names: set[str] = field(default_factory=set)
 
@@ -140,6 +141,7 @@ class Session:
         autograd_graph.reset()
         forward_ad.reset()  # no dual level left open by an earlier run
         engine_config.config.max_numel = self.options.max_numel
+        engine_config.config.max_tensor_bytes = self.options.max_tensor_memory or None
         engine_config.config.warn = self._warn
         engine.listeners[:] = [self._on_backward]
 
@@ -508,6 +510,8 @@ class Session:
         end = "\n" if end is None else end
         if not isinstance(sep, str) or not isinstance(end, str):
             raise TypeError("sep and end must be None or a string")
+        for a in args:  # a nested list sharing its items could print for ever
+            self.interp.guards.check_repr(a)
         self.output.out(sep.join(_to_str(a) for a in args) + end)
 
     def _show(self, *tensors: Any) -> None:

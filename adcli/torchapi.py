@@ -24,6 +24,7 @@ from .autograd import (
     graph,
     ops,
     optim,
+    signatures,
 )
 from .autograd import random as rng
 from .autograd.tensor import Size, Tensor
@@ -116,14 +117,20 @@ def randperm(n: int, dtype: Any = None, generator: Any = None) -> Tensor:
     return ops._finish(gen.randperm(int(n)), False)
 
 
-def randn_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def randn_like(
+    t: Tensor, dtype: Any = None, requires_grad: bool = False, *, generator: Any = None
+) -> Tensor:
     """randn with t's shape."""
-    return randn(*t.data_.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    dt = dtype or t.dtype
+    return randn(*t.data_.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
 
 
-def rand_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def rand_like(
+    t: Tensor, dtype: Any = None, requires_grad: bool = False, *, generator: Any = None
+) -> Tensor:
     """rand with t's shape."""
-    return rand(*t.data_.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    dt = dtype or t.dtype
+    return rand(*t.data_.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
 
 
 def manual_seed(seed: int) -> Any:
@@ -238,7 +245,7 @@ def module_table() -> dict[str, dict[str, Any]]:
         "RMSprop": optim.RMSprop,
         "Adagrad": optim.Adagrad,
     }
-    linalg = {"norm": _linalg_norm, "vector_norm": _linalg_norm}
+    linalg = {"norm": _linalg_norm, "vector_norm": _vector_norm}
     math_ = {
         name: getattr(math, name)
         for name in (
@@ -273,15 +280,56 @@ def _extend(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Merge in the legacy API (adcli/compat.py) and the Python modules scripts may
     import (adcli/pymodules.py: math, random, numpy)."""
     from . import compat, pymodules
+    from .nn import functional as nn_functional
 
     for extra in (compat.legacy_tables(), pymodules.module_tables()):
         for name, members in extra.items():
             tables.setdefault(name, {}).update(members)
+    signatures.conform_table("torch", tables["torch"])  # PyTorch's keyword names, out=
+    tables["torch.nn.functional"].update(nn_functional.members())
     compat.wrap_factories(tables["torch"])
     return tables
 
 
-def _linalg_norm(
-    x: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, dtype: Any = None
+def _vector_norm(
+    x: Tensor,
+    ord: Any = 2,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+    out: Any = None,
 ) -> Tensor:
-    return ops.norm(x, 2 if ord is None else ord, dim, keepdim)
+    """torch.linalg.vector_norm (`dtype=` casts the input first)."""
+    if dtype is not None:
+        x = ops.to_dtype(x, dtype)
+    result = ops.norm(x, ord, dim, keepdim)
+    if out is None:
+        return result
+    return signatures.write_out("linalg_vector_norm", _same, (result,), {}, out)
+
+
+def _linalg_norm(
+    input: Tensor,
+    ord: Any = None,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    out: Any = None,
+    dtype: Any = None,
+) -> Tensor:
+    """torch.linalg.norm: the vector norm, or a matrix's Frobenius norm."""
+    pair = isinstance(dim, (tuple, list)) and len(dim) == 2
+    matrix = pair or (input.data_.ndim == 2 and dim is None)
+    if matrix and ord not in (None, "fro"):
+        raise NotImplementedError(
+            f"adcli has no matrix norm of ord={ord!r}: torch.linalg.norm of a matrix supports "
+            "ord=None or 'fro' (for a vector norm of the flattened matrix use "
+            "torch.linalg.vector_norm)"
+        )
+    p = 2 if ord in (None, "fro") else ord
+    return _vector_norm(input, p, dim, keepdim, dtype=dtype, out=out)
+
+
+def _same(t: Tensor) -> Tensor:
+    return t

@@ -77,9 +77,11 @@ def time_once(args: list[str], script: Path) -> tuple[float, float, int]:
     return time.perf_counter() - t0, _children_cpu() - cpu0, proc.returncode
 
 
-def measure(script: Path, repeats: int, names: list[str]) -> dict[str, Timing]:
+def measure(
+    script: Path, repeats: int, names: list[str], warm_up: bool = True
+) -> dict[str, Timing]:
     timings = {n: Timing(n) for n in names}
-    for n in names:  # warm-up: bytecode caches, the file system's cache
+    for n in names if warm_up else ():  # bytecode caches, the file system's cache
         time_once(COMMANDS[n], script)
     for r in range(repeats):
         order = names[r % len(names) :] + names[: r % len(names)]
@@ -122,11 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5, metavar="N")
     ap.add_argument("--only", metavar="A,B", help="commands other than run (comma-separated)")
     ap.add_argument("--json", metavar="FILE", help="also write the samples as JSON")
+    ap.add_argument("--no-warm-up", action="store_true", help="no untimed first run of each")
     args = ap.parse_args(argv)
     names = list(COMMANDS)
     if args.only:
         names = ["run"] + [n for n in args.only.split(",") if n in COMMANDS and n != "run"]
-    timings = measure(args.script, max(1, args.repeats), names)
+    timings = measure(args.script, max(1, args.repeats), names, not args.no_warm_up)
     print(table(timings, args.script, max(1, args.repeats)))
     if args.json:
         Path(args.json).write_text(

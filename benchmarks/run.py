@@ -638,7 +638,7 @@ class Bench:
             self.simple(
                 "interpreter",
                 floor="cpython",
-                target=("floor", 3.0),
+                target=("floor", 2.0),
                 note="floor: CPython exec of the same text (no torch)",
             )
         ]

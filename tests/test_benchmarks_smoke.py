@@ -44,7 +44,7 @@ def test_quick_subset_prints_the_table(tmp_path: Path) -> None:
         assert col in header
     assert "load average" in out
     interp = next(line for line in lines if line.startswith("interpreter N=30000"))
-    assert "<= 3x floor" in interp
+    assert "<= 2x floor" in interp
     assert any(line.startswith("report N=10000") for line in lines)
     data = json.loads(out_json.read_text())
     rows = {r["workload"].split()[0]: r for r in data["rows"]}

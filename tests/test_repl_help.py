@@ -114,9 +114,10 @@ def test_help_shows_the_call_and_the_first_sentence_of_the_doc() -> None:
     out, err, _ = feed("help(torch.sum)\nhelp(torch.nn.functional.relu)\nhelp('torch.exp')\n")
     assert err == ""
     lines = out.splitlines()
-    assert lines[0] == "torch.sum(a, dim=None, keepdim=False, dtype=None)"
+    # PyTorch's own parameter names (adcli.autograd.signatures)
+    assert lines[0] == "torch.sum(input, dim=None, keepdim=False, dtype=None, *, out=None)"
     assert lines[1] == "    Sum of all elements, or over `dim`."
-    assert lines[2].startswith("torch.relu(")  # the shortest name a script has for it
+    assert lines[2] == "torch.nn.functional.relu(input, inplace=False)"
     assert lines[4].startswith("torch.exp(")
 
 

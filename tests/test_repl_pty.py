@@ -201,7 +201,7 @@ def test_underscore_dir_and_help(history: Path) -> None:
     assert "tensor(6." in t.output_of("_.sum()")
     assert "'backward'" in t.output_of("dir(x)")
     out = t.output_of("help(torch.sum)")
-    assert "torch.sum(a, dim=None, keepdim=False, dtype=None)" in out
+    assert "torch.sum(input, dim=None, keepdim=False, dtype=None, *, out=None)" in out
     assert "Sum of all elements" in out
     t.close()
 

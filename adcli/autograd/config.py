@@ -11,13 +11,16 @@ def _default_warn(message: str) -> None:
 
 
 class _Config:
-    __slots__ = ("warn", "max_numel", "record_inputs", "anomaly_mode")
+    __slots__ = ("warn", "max_numel", "max_tensor_bytes", "record_inputs", "anomaly_mode")
 
     def __init__(self) -> None:
         # Called with PyTorch's UserWarning text; a host can route it elsewhere.
         self.warn: Callable[[str], None] = _default_warn
         # Largest tensor a script may create (elements); None means no limit.
         self.max_numel: int | None = None
+        # Memory all live tensors may hold together (bytes); None means no budget.
+        # Both limits are enforced by adcli.autograd.budget.
+        self.max_tensor_bytes: int | None = None
         # adcli.symbolic (opt-in): Function.apply records each node's constant operands and
         # parameters, and release() keeps the saved values, so formulas can be rebuilt.
         self.record_inputs: bool = False

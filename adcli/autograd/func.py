@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import engine, forward_ad, grad_mode, ops
+from .config import check_numel
 from .node import AccumulateGrad
 from .tensor import Tensor
 
@@ -399,6 +400,14 @@ def _basis(n: int, like: Tensor, k: int) -> Tensor:
     return ops.reshape(e, like.data_.shape)
 
 
+def _check_blocks(outs: list[Any], ins: list[Tensor]) -> None:
+    """Refuse a Jacobian with a block over the element limit, before computing it."""
+    for o in outs:
+        if isinstance(o, Tensor):
+            for x in ins:
+                check_numel(o.data_.size * x.data_.size)
+
+
 def jacrev(
     func: Callable[..., Any],
     argnums: Any = 0,
@@ -424,6 +433,7 @@ def jacrev(
                 out, aux = out
             leaves, spec = tree_flatten(out)
             _only_tensors(leaves, "vjp(f, *primals)")
+            _check_blocks(leaves, ins.flat)
             jac_leaves = []
             for m, o in enumerate(leaves):
                 # one vjp per output element, with zero cotangents for the other outputs
@@ -496,6 +506,8 @@ def jacfwd(
                     start += len(leaves)
                 primal_out, tangent_out, aux = _jvp_at(func, call_args, positions, kwargs, has_aux)
                 out_leaves, out_spec = tree_flatten(primal_out)
+                if not columns:  # the outputs are known now: the Jacobian's size too
+                    _check_blocks(out_leaves, flat_in)
                 columns.append(tree_flatten(tangent_out)[0])
         if not columns:  # no input elements: call once for the output's shape
             zero_args = [(a, ops.zeros_like(a)) if isinstance(a, Tensor) else a for a in args]

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from . import engine, grad_mode, ops
+from .config import check_numel
 from .tensor import Tensor
 
 Tensors = tuple[Tensor, ...]
@@ -416,6 +417,9 @@ def _jacobian_rows(
                 "not supported together. Please either set `strict=False` or "
                 "`vectorize=False`."
             )
+        for out in outs:  # each block's size, before one backward pass per output element
+            for inp in ins:
+                check_numel(out.numel() * inp.numel())
         blocks = []
         for i, out in enumerate(outs):
             rows: list[list[Tensor]] = [[] for _ in ins]

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, grad_mode, ranges
+from .budget import check_broadcast, check_shape
 from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
@@ -73,6 +74,9 @@ def _broadcast_check(a: np.ndarray, b: np.ndarray) -> None:
                 f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
                 f"non-singleton dimension {dim}"
             )
+    limit = _config.max_numel
+    if limit is not None and a.size * b.size > limit:  # the result may be over the limit
+        check_broadcast(sa, sb)
 
 
 def check_output_shape(out: tuple[int, ...], shape: tuple[int, ...]) -> None:
@@ -479,6 +483,7 @@ def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
         lo = min if min is None or isinstance(min, Tensor) else _scalar_tensor(min, a.dtype)
         hi = max if max is None or isinstance(max, Tensor) else _scalar_tensor(max, a.dtype)
         dt = dtypes.result_type(*[x for x in (a, lo, hi) if x is not None]).np
+        check_broadcast(*[x.data_.shape for x in (a, lo, hi) if x is not None])
         return F.ClampTensor.apply(a, lo, hi, dtype=dt)
     dt = _clamp_scalar_dtype(a, min, max)
     if dt != a.dtype:  # an int or bool tensor (no graph) with a wider bound: promote first
@@ -662,13 +667,18 @@ def equal(a: Tensor, b: Tensor, _method: bool = False) -> bool:
 
 
 def allclose(
-    a: Tensor, b: Tensor, rtol: float = 1e-5, atol: float = 1e-8, _method: bool = False
+    a: Tensor,
+    b: Tensor,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    equal_nan: bool = False,
+    _method: bool = False,
 ) -> bool:
-    """True when all values are close."""
+    """True when all values are close (NaNs equal to each other when `equal_nan`)."""
     _tensor_operands("allclose", a, b, _method)
     if a.data_.dtype != b.data_.dtype:
         raise RuntimeError(f"{_legacy_name(a)} did not match {_legacy_name(b)}")
-    return bool(np.allclose(a.data_, b.data_, rtol=rtol, atol=atol))
+    return bool(np.allclose(a.data_, b.data_, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def isnan(a: Tensor) -> Tensor:
@@ -937,8 +947,12 @@ def argmin(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return _arg_extreme("argmin", np.argmin, a, dim, keepdim)
 
 
-def norm(a: Tensor, p: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:
-    """Vector p-norm (Frobenius for matrices)."""
+def norm(
+    a: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
+) -> Tensor:
+    """Vector p-norm (Frobenius for matrices; `dtype`: the input cast first)."""
+    if dtype is not None:
+        a = to_dtype(a, dtype)
     if p == "fro" or p is None:
         p = 2
     dims = None if dim is None else _dims(dim, a.data_.ndim)
@@ -1011,8 +1025,10 @@ def _check_dof(name: str, a: Tensor, dims: tuple[int, ...], correction: Any) -> 
         _config.warn(DOF_WARNING.format(name))
 
 
-def cumsum(a: Tensor, dim: int) -> Tensor:
-    """Running sum along dim."""
+def cumsum(a: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """Running sum along dim (`dtype`: the input cast first)."""
+    if dtype is not None:
+        a = to_dtype(a, dtype)
     return F.Cumsum.apply(a, dim=_norm_dim(dim, a.data_.ndim))
 
 
@@ -1049,6 +1065,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     (n, k), (k2, m) = a.data_.shape, b.data_.shape
     if k != k2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    check_shape((n, m))
     return F.Mm.apply(a, b, dtype=_matmul_dtype(a, b, "mm"))
 
 
@@ -1094,6 +1111,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
             "Expected size for first two dimensions of batch2 tensor to be: "
             f"[{n}, {k}] but got: [{n2}, {k2}]."
         )
+    check_shape((n, a.data_.shape[1], b.data_.shape[2]))
     return F.Bmm.apply(a, b, dtype=_matmul_dtype(a, b, "bmm"))
 
 
@@ -1243,6 +1261,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) 
             f"({bias.data_.shape[-1]}) at non-singleton dimension 1.  Target sizes: [{n}, {m}]."
             f"  Tensor sizes: {list(bias.data_.shape)}"
         ) from None
+    check_shape((n, m))
     return F.Addmm.apply(bias, a, b, dtype=dt, beta=beta, alpha=alpha)
 
 
@@ -1494,6 +1513,7 @@ def broadcast_to(a: Tensor, shape: Any) -> Tensor:
 def repeat(a: Tensor, *reps: Any) -> Tensor:
     """Tiled `reps` times along each dim."""
     r = _shape_arg(reps)
+    check_numel(a.data_.size * math.prod(r))
     return F.Repeat.apply(a, reps=r)
 
 
@@ -1562,6 +1582,7 @@ def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None =
                     f"Sizes of tensors must match except in dimension {d}. Expected size {p} "
                     f"but got size {q} for tensor number {i} in the list."
                 )
+    check_numel(_py.sum([x.data_.size for x in ts]))
     return F.Cat.apply(*ts, dim=d, dtype=rt.np)
 
 
@@ -1596,6 +1617,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"and {list(x.data_.shape)} at entry {i}"
             )
     d = _norm_dim(dim, len(ref) + 1)
+    check_numel(len(ts) * math.prod(ref))
     rt = dtypes.result_type(*[_as_dim_tensor(x) for x in ts])
     return F.Stack.apply(*ts, dim=d, dtype=rt.np)
 
@@ -1702,8 +1724,10 @@ def select(a: Tensor, dim: int, index: int, _subscript: bool = False) -> Tensor:
     return _view_of(a, F.Select.apply(a, index=tuple(idx)))
 
 
-def gather(a: Tensor, dim: int, index: Tensor) -> Tensor:
+def gather(a: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> Tensor:
     """Values picked along dim by an int64 index tensor."""
+    if sparse_grad:
+        raise NotImplementedError("adcli has no sparse tensors: use gather(sparse_grad=False)")
     if index.data_.dtype not in (np.int64, np.int32):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     d = _norm_dim(dim, a.data_.ndim)
@@ -1750,6 +1774,7 @@ def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
         )
     shape = np.broadcast_shapes(a.data_.shape, m.shape)
     if shape != a.data_.shape:
+        check_shape(shape)
         m = np.broadcast_to(m, shape)
     if isinstance(value, Tensor):
         if value.data_.ndim:
@@ -1997,12 +2022,15 @@ def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
         else:
             dim += 1
     try:
-        np.broadcast_shapes(*[arr.shape for _, _, arr in placed])
+        indexed = np.broadcast_shapes(*[arr.shape for _, _, arr in placed])
     except ValueError:
         shapes = ", ".join(str(list(arr.shape)) for _, _, arr in placed)
         raise IndexError(
             f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
         ) from None
+    # the result: the broadcast index shape, with the dims no array indexes
+    consumed = {d for d, _, _ in placed}
+    check_numel(math.prod(indexed) * math.prod(n for i, n in enumerate(shape) if i not in consumed))
     for d, j, arr in placed:
         size = shape[d]
         bad = arr[(arr >= size) | (arr < -size)]
@@ -2425,6 +2453,7 @@ def embedding(
     n = weight.data_.shape[0]
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise IndexError("index out of range in self")
+    check_numel(idx.size * math.prod(weight.data_.shape[1:]))
     return F.Embedding.apply(weight, indices=idx.astype(np.int64), padding_idx=padding_idx)
 
 
@@ -2449,6 +2478,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         )
     lead = s1[:-1]
     n = math.prod(lead)
+    check_numel(n * o)
     dt = dtypes.result_type(input1, weight, input2).np
     core = F.Trilinear.apply(
         reshape(input1, (n, i)), weight, reshape(input2, (n, j)), spec="ni,oij,nj->no", dtype=dt
@@ -2666,6 +2696,13 @@ def _to_nested(values: Any) -> Any:
 def _dtype_arg(dtype: Any) -> DType | None:
     if dtype is None or isinstance(dtype, DType):
         return dtype
+    # PyTorch takes Python's types too (dtype=int); `ad_type` is the real type behind a
+    # host's stand-in for it
+    py = {float: dtypes.float64, int: dtypes.int64, bool: dtypes.bool_}.get(
+        getattr(dtype, "ad_type", dtype)
+    )
+    if py is not None:
+        return py
     raise TypeError(f"dtype must be a torch.dtype, not {_type_name(dtype)}")
 
 
@@ -2698,6 +2735,7 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
         arr = np.array(data, copy=True)
         return _finish(arr.astype((dt or dtypes.of_array(arr)).np), requires_grad)
     if isinstance(data, (list, tuple)):
+        check_numel(_first_path_numel(data))  # before walking lists that repeat one list
         _check_ragged(data)
     inferred = dt or _infer_dtype(data)
     try:
@@ -2705,6 +2743,19 @@ def tensor(data: Any, dtype: Any = None, requires_grad: bool = False, device: An
     except (ValueError, TypeError) as e:
         raise ValueError(f"could not build a tensor from the given data: {e}") from None
     return _finish(arr, requires_grad)
+
+
+def _first_path_numel(data: Any) -> int:
+    """The element count of nested lists as their first items say (`_check_ragged`
+    then holds every other list to those lengths, so no walk goes further)."""
+    n = 1
+    v = data
+    while isinstance(v, (list, tuple)) and v:
+        n *= len(v)
+        v = v[0]
+    if isinstance(v, Tensor):
+        n *= v.data_.size
+    return n
 
 
 def _check_ragged(data: Any) -> None:
@@ -2973,7 +3024,9 @@ EXTRA_METHODS: dict[str, Any] = {
     "max": lambda a, dim=None, keepdim=False, other=None: max(a, dim, keepdim, other, True),
     "min": lambda a, dim=None, keepdim=False, other=None: min(a, dim, keepdim, other, True),
     "equal": lambda a, other: equal(a, other, _method=True),
-    "allclose": lambda a, other, rtol=1e-5, atol=1e-8: allclose(a, other, rtol, atol, True),
+    "allclose": lambda a, other, rtol=1e-5, atol=1e-8, equal_nan=False: allclose(
+        a, other, rtol, atol, equal_nan, True
+    ),
     "relu_": _inplace_unary(relu),
     "sigmoid_": _inplace_unary(sigmoid),
     "tanh_": _inplace_unary(tanh),
@@ -3030,6 +3083,9 @@ def _bind_methods() -> None:
         setattr(Tensor, name, g[name])
     for name, fn in EXTRA_METHODS.items():
         setattr(Tensor, name, fn)
+    from .signatures import conform_methods
+
+    conform_methods(Tensor)  # PyTorch's keyword names (x.add(other=y), x.view(size=...))
     # What scripts may read on a tensor (the sandbox refuses everything else).
     Tensor.__ad_attrs__ = frozenset(
         n for n in dir(Tensor) if not n.startswith("_") and n != "data_"

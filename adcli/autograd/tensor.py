@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, grad_mode
+from .budget import WATCH_BYTES as _WATCH_BYTES
+from .budget import watch as _watch
 from .config import config
 from .dtypes import DType
 from .node import AccumulateGrad, Node, RemovableHandle, _add_hook
@@ -28,10 +30,38 @@ VIEW_LEAF_INPLACE = (
 )
 
 
+MAX_SIZE_ITEMS = 1_000_000  # a torch.Size made from an iterable: a sane bound on its length
+
+
+def _checked_sizes(sizes: Any) -> list[int]:
+    """The ints of `torch.Size(iterable)`, with PyTorch's error for other items; read
+    one by one, so an endless or huge iterable is refused without being consumed."""
+    import operator
+
+    out: list[int] = []
+    for i, s in enumerate(sizes):
+        if i >= MAX_SIZE_ITEMS:
+            raise MemoryError(f"torch.Size of more than {MAX_SIZE_ITEMS:,} sizes is over the limit")
+        if type(s) is not int:
+            try:
+                s = operator.index(s)
+            except TypeError:
+                raise TypeError(
+                    f"torch.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')"
+                ) from None
+        out.append(s)
+    return out
+
+
 class Size(tuple):
     """`torch.Size`: a tuple of ints printed as `torch.Size([2, 3])`."""
 
     __ad_attrs__ = frozenset({"numel", "index", "count"})
+
+    def __new__(cls, sizes: Any = ()) -> Size:
+        if type(sizes) is tuple:  # adcli's own shapes (and a script's tuple, taken as is)
+            return tuple.__new__(cls, sizes)
+        return tuple.__new__(cls, _checked_sizes(sizes))
 
     def __repr__(self) -> str:
         return f"torch.Size([{', '.join(str(int(s)) for s in self)}])"
@@ -73,9 +103,11 @@ class Tensor:
         output_nr: int = 0,
     ) -> Tensor:
         """Wrap an ndarray (0-d NumPy scalars become 0-d arrays)."""
-        t = object.__new__(Tensor)
         if type(data) is not np.ndarray:
             data = np.asarray(data)
+        if data.nbytes >= _WATCH_BYTES:  # the size limit and memory budget (budget.py)
+            _watch(data)
+        t = object.__new__(Tensor)
         t.data_ = data
         t._requires_grad = requires_grad
         t._grad = None
@@ -220,6 +252,11 @@ class Tensor:
         if self._grad_fn is not None and not self._retains_grad and self._grad is None:
             config.warn(NONLEAF_GRAD_WARNING)
         return self._grad
+
+    @grad.deleter
+    def grad(self) -> None:
+        """`del x.grad`: the same as `x.grad = None`, as in PyTorch."""
+        self.grad = None
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
@@ -525,8 +562,9 @@ class Tensor:
             check_no_overlap(self.data_)
         return self._inplace(lambda t, v: ops.fill_like(t, v), value, _overlap_ok=True)
 
-    def copy_(self, src: Tensor) -> Tensor:
-        """Copy `src` (broadcast) into this tensor in place."""
+    def copy_(self, src: Tensor, non_blocking: bool = False) -> Tensor:
+        """Copy `src` (broadcast) into this tensor in place (`non_blocking`: no effect on
+        the CPU)."""
         if isinstance(src, Tensor) and not self.dtype.is_floating_point:
             src = src.detach()  # PyTorch's copy_ records nothing into a non-float tensor
         return self._inplace(lambda t, s: ops.copy_from(t, s), src)

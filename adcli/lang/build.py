@@ -149,51 +149,26 @@ class Builder:
         end_line, end_col = self._pos(tok.end_line, tok.end_column)
         return Span(line, col, end_line, end_col)
 
-    def _start(self, x: object) -> tuple[int, int] | None:
+    def _edge(self, x: object, end: bool) -> tuple[int, int] | None:
+        """Where `x` (a token, node, block, span or list of them) starts, or ends."""
         if type(x) is Token:
-            return self._pos(x.line, x.column)  # type: ignore[attr-defined]
+            return self._pos(x.end_line, x.end_column) if end else self._pos(x.line, x.column)  # type: ignore[attr-defined]
         if isinstance(x, ast.Node):
-            return x.span.line, x.span.column  # type: ignore[attr-defined]
-        if isinstance(x, (_Suite, _Else)):
-            return self._start(x.stmts[0])
+            x = x.span
         if type(x) is Span:
-            return x.line, x.column  # type: ignore[attr-defined]
-        if isinstance(x, (list, tuple)):
-            for y in x:
-                p = self._start(y)
-                if p is not None:
-                    return p
-        return None
-
-    def _end(self, x: object) -> tuple[int, int] | None:
-        if type(x) is Token:
-            return self._pos(x.end_line, x.end_column)  # type: ignore[attr-defined]
-        if isinstance(x, ast.Node):
-            return x.span.end_line, x.span.end_column  # type: ignore[attr-defined]
+            return (x.end_line, x.end_column) if end else (x.line, x.column)  # type: ignore[attr-defined]
         if isinstance(x, (_Suite, _Else)):
-            return self._end(x.stmts[-1])
-        if type(x) is Span:
-            return x.end_line, x.end_column  # type: ignore[attr-defined]
+            x = x.stmts
         if isinstance(x, (list, tuple)):
-            for y in reversed(x):
-                p = self._end(y)
+            for y in reversed(x) if end else x:
+                p = self._edge(y, end) if y is not None else None
                 if p is not None:
                     return p
         return None
 
     def cspan(self, c: list) -> Span:
         """Span from the first to the last positioned child (token, node, block)."""
-        start = end = None
-        for x in c:
-            if x is not None:
-                start = self._start(x)
-                if start is not None:
-                    break
-        for x in reversed(c):
-            if x is not None:
-                end = self._end(x)
-                if end is not None:
-                    break
+        start, end = self._edge(c, False), self._edge(c, True)
         if start is None or end is None:  # pragma: no cover - every rule has a token
             return Span(1, 1, 1, 2)
         return Span(start[0], start[1], end[0], end[1])
@@ -786,36 +761,26 @@ class Builder:
 
         while i < n:
             ch = body[i]
+            text: str | None = None  # literal text starting at i (a field: None)
             if ch == "\\" and not raw and i + 1 < n:
+                end = i + 2
                 if body[i + 1] == "N" and body[i + 2 : i + 3] == "{":
                     close = body.find("}", i)
                     end = close + 1 if close >= 0 else n
-                else:
-                    end = i + 2
+                text = body[i:end]
+            elif ch == "}":
+                if body[i + 1 : i + 2] != "}":
+                    raise fail("f-string: single '}' is not allowed", i)
+                text, end = "}", i + 2
+            elif ch != "{":
+                text, end = ch, i + 1
+            elif body[i + 1 : i + 2] == "{":
+                text, end = "{", i + 2
+            if text is not None:
                 if not lit:
                     lit_start = i
-                lit.append(body[i:end])
+                lit.append(text)
                 i = end
-                continue
-            if ch == "}":
-                if body[i + 1 : i + 2] == "}":
-                    if not lit:
-                        lit_start = i
-                    lit.append("}")
-                    i += 2
-                    continue
-                raise fail("f-string: single '}' is not allowed", i)
-            if ch != "{":
-                if not lit:
-                    lit_start = i
-                lit.append(ch)
-                i += 1
-                continue
-            if body[i + 1 : i + 2] == "{":
-                if not lit:
-                    lit_start = i
-                lit.append("{")
-                i += 2
                 continue
             # A replacement field: {expr[=][!conv][:spec]}
             flush()

@@ -112,17 +112,57 @@ def stmt_span(node: ast.Node, src: Source) -> Span:
 
 
 def _at(node: Any, span: Span) -> Any:
-    """Position `node`, and its generated children that have no position yet, at `span`."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if "lineno" in n._attributes:
-            n.lineno = span.line
-            n.col_offset = span.column - 1
-            n.end_lineno = span.end_line
-            n.end_col_offset = span.end_column - 1
-        stack.extend(k for k in py.iter_child_nodes(n) if getattr(k, "lineno", None) is None)
+    """Position `node` at `span` (its children without a position inherit it: `_fill`)."""
+    if "lineno" in node._attributes:
+        node.lineno = span.line
+        node.col_offset = span.column - 1
+        node.end_lineno = span.end_line
+        node.end_col_offset = span.end_column - 1
     return node
+
+
+_SCOPES = (
+    py.FunctionDef,
+    py.Lambda,
+    py.ClassDef,
+    py.ListComp,
+    py.SetComp,
+    py.DictComp,
+    py.GeneratorExp,
+)
+
+
+def _fill(tree: py.Module) -> list[str]:
+    """Give every node without a position its nearest positioned ancestor's (one
+    pass); return the names the module scope itself reads or binds."""
+    names: dict[str, None] = {}
+    stack: list[tuple[Any, tuple, bool]] = [(tree, (1, 0, 1, 1), True)]
+    while stack:
+        n, pos, module = stack.pop()
+        if "lineno" in n._attributes:
+            if getattr(n, "lineno", None) is None:
+                n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = pos
+            else:
+                pos = (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
+        if module:
+            if type(n) is py.Name:
+                names[n.id] = None
+            elif isinstance(n, _SCOPES):
+                module = False  # a nested scope: only these parts run in the module's
+                outer = n.decorator_list + n.bases if type(n) is py.ClassDef else []
+                if type(n) in (py.FunctionDef, py.Lambda):
+                    outer = n.args.defaults + [d for d in n.args.kw_defaults if d is not None]
+                    outer += getattr(n, "decorator_list", [])
+                elif type(n) is not py.ClassDef:
+                    outer = [n.generators[0].iter]
+                stack.extend((k, pos, True) for k in outer)
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if type(v) is list:
+                stack.extend((k, pos, module) for k in v if isinstance(k, py.AST))
+            elif isinstance(v, py.AST):
+                stack.append((v, pos, module))
+    return list(names)
 
 
 # `from __future__ import X`: the features Python 3 knows (all already in effect here).
@@ -161,53 +201,34 @@ def _is_number(node: ast.Node, kinds: tuple = (int, float)) -> bool:
     return type(node) is ast.Constant and type(node.value) in kinds
 
 
-def _tick() -> list[py.stmt]:
-    """``ad$S.n += 1; if ad$S.n > ad$S.cap: ad$over()``: one loop step."""
-    s = _name("ad$S")
-    return [
-        py.AugAssign(
-            target=py.Attribute(value=s, attr="n", ctx=py.Store()), op=py.Add(), value=_const(1)
-        ),
-        py.If(
-            test=py.Compare(
-                left=py.Attribute(value=_name("ad$S"), attr="n", ctx=py.Load()),
-                ops=[py.Gt()],
-                comparators=[py.Attribute(value=_name("ad$S"), attr="cap", ctx=py.Load())],
-            ),
-            body=[py.Expr(_call("ad$over"))],
-            orelse=[],
-        ),
-    ]
+def _step() -> py.expr:
+    """``ad$next(ad$B)``: one step from the run's budget (True; raises when spent)."""
+    return _call("ad$next", _name("ad$B"))
 
 
-def _enter() -> list[py.stmt]:
-    """A function's entry: one step and one level of depth, checked together."""
+def _depth(op: py.operator) -> py.stmt:
+    """``ad$S.d += 1`` (a function's entry) or ``-= 1`` (its exit)."""
+    target = py.Attribute(value=_name("ad$S"), attr="d", ctx=py.Store())
+    return py.AugAssign(target=target, op=op, value=_const(1))
 
-    def attr(name: str, ctx: Any = None) -> py.Attribute:
-        return py.Attribute(value=_name("ad$S"), attr=name, ctx=ctx or py.Load())
 
-    def over(count: str, cap: str) -> py.Compare:
-        return py.Compare(left=attr(count), ops=[py.Gt()], comparators=[attr(cap)])
-
-    return [
-        py.AugAssign(target=attr("n", py.Store()), op=py.Add(), value=_const(1)),
-        py.AugAssign(target=attr("d", py.Store()), op=py.Add(), value=_const(1)),
-        py.If(
-            test=py.BoolOp(op=py.Or(), values=[over("n", "cap"), over("d", "maxd")]),
-            body=[py.Expr(_call("ad$enter"))],
-            orelse=[],
-        ),
-    ]
+def _makes_calls(body: tuple) -> bool:
+    """Does a function body call anything? A body that does not cannot recurse by
+    itself, so it needs no depth count (CPython's own limit still bounds it)."""
+    stack: list[Any] = list(body)
+    while stack:
+        n = stack.pop()
+        if type(n) is ast.Call:
+            return True
+        stack.extend(n.children())
+    return False
 
 
 def _locate(nodes: list[py.AST], span: Span) -> list[py.AST]:
-    """Give every node (and its children) without a position the position of `span`."""
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
+    """Position each of `nodes` that has no position yet at `span`."""
+    for n in nodes:
+        if getattr(n, "lineno", None) is None:
             _at(n, span)
-        stack.extend(py.iter_child_nodes(n))
     return nodes
 
 
@@ -509,7 +530,7 @@ class Translator:
         args = self.arguments(n.params)
         with self.inside(function=True, klass=False, no_walrus=False, generator=False):
             body = self.expr(n.body)
-        ticked = _at(py.BoolOp(op=py.Or(), values=[_call("ad$go0"), body]), n.span)
+        ticked = _at(py.BoolOp(op=py.And(), values=[_step(), body]), n.span)
         lam = _at(py.Lambda(args=args, body=ticked), n.span)
         return _at(_call("ad$fn", lam), n.span)
 
@@ -551,12 +572,12 @@ class Translator:
         return _at(node, n.span)
 
     def comprehension(self, gens: tuple[ast.Comprehension, ...]) -> list[py.comprehension]:
-        """The loops of a comprehension, each counting a step per item (``ad$go()``)."""
+        """The loops of a comprehension, each counting a step per item (``ad$next``)."""
         out = []
         for g in gens:
             with self.inside(no_walrus=True):  # no := in a comprehension's iterable
                 it = self.expr(g.iter)
-            ifs = [_at(_call("ad$go"), g.span)] + [self.expr(c) for c in g.ifs]
+            ifs = [_at(_step(), g.span)] + [self.expr(c) for c in g.ifs]
             out.append(py.comprehension(target=self.target(g.target), iter=it, ifs=ifs, is_async=0))
         return out
 
@@ -886,7 +907,7 @@ class Translator:
         return [node]
 
     def loop_body(self, body: tuple, header: Span) -> list[py.stmt]:
-        return _locate(_tick(), header) + self.block(body)  # type: ignore[operator]
+        return _locate([py.Expr(_step())], header) + self.block(body)  # type: ignore[operator]
 
     def s_While(self, s: ast.While) -> list[py.stmt]:
         header = stmt_span(s, self.src)
@@ -908,7 +929,7 @@ class Translator:
         else:
             target = self.target(s.target)
             pre = []
-        body = body[:2] + pre + self.assigned(names, s.target.span) + body[2:]
+        body = body[:1] + pre + self.assigned(names, s.target.span) + body[1:]
         node = py.For(
             target=target,
             iter=self.expr(s.iter),
@@ -992,32 +1013,20 @@ class Translator:
         generator = _contains_yield(s.body)
         with self.inside(function=True, klass=False, no_walrus=False, generator=generator):
             body = self.block(s.body)
-        if generator:
-            prologue = _locate(_tick(), header)
-        else:
-            prologue = _locate(_enter(), header)
-            body = [
-                _at(
-                    py.Try(
-                        body=body,
-                        handlers=[],
-                        orelse=[],
-                        finalbody=_locate(
-                            [
-                                py.AugAssign(
-                                    target=py.Attribute(
-                                        value=_name("ad$S"), attr="d", ctx=py.Store()
-                                    ),
-                                    op=py.Sub(),
-                                    value=_const(1),
-                                )
-                            ],
-                            header,
-                        ),
-                    ),
-                    header,
-                )
+        prologue: list[py.stmt] = [py.Expr(_step())]
+        if not generator and _makes_calls(s.body):  # a generator's frame is resumed, not nested
+            over = py.Compare(
+                left=py.Attribute(value=_name("ad$S"), attr="d", ctx=py.Load()),
+                ops=[py.Gt()],
+                comparators=[py.Attribute(value=_name("ad$S"), attr="maxd", ctx=py.Load())],
+            )
+            prologue += [
+                _depth(py.Add()),
+                py.If(test=over, body=[py.Expr(_call("ad$enter"))], orelse=[]),
             ]
+            exit_ = _locate([_depth(py.Sub())], header)
+            body = [_at(py.Try(body=body, handlers=[], orelse=[], finalbody=exit_), header)]
+        _locate(prologue, header)
         node = py.FunctionDef(
             name=name,
             args=args,
@@ -1063,29 +1072,6 @@ class Translator:
         return py.Module(body=body, type_ignores=[])
 
 
-def _module_scope_names(body: list[py.stmt]) -> list[str]:
-    """Every name the module scope itself reads or binds (not nested scopes' own)."""
-    names: dict[str, None] = {}
-    stack: list[py.AST] = list(body)
-    while stack:
-        n = stack.pop()
-        kind = type(n)
-        if kind is py.Name:
-            names[n.id] = None  # type: ignore[attr-defined]
-        elif kind in (py.FunctionDef, py.Lambda):
-            a = n.args  # type: ignore[attr-defined]
-            stack.extend(a.defaults)
-            stack.extend(d for d in a.kw_defaults if d is not None)
-            stack.extend(getattr(n, "decorator_list", ()))
-        elif kind is py.ClassDef:
-            stack.extend(n.bases + n.keywords + n.decorator_list)  # type: ignore[attr-defined]
-        elif kind in (py.ListComp, py.SetComp, py.DictComp, py.GeneratorExp):
-            stack.append(n.generators[0].iter)  # type: ignore[attr-defined]
-        elif kind is not py.Global:
-            stack.extend(py.iter_child_nodes(n))
-    return list(names)
-
-
 def translate(module: ast.Module, options: Options) -> py.Module:
     """The Python module for `module` (positions set on every node).
 
@@ -1094,8 +1080,7 @@ def translate(module: ast.Module, options: Options) -> py.Module:
     of the three dict probes of a plain module-level name.
     """
     tree = Translator(module, options).module(module)
-    names = _module_scope_names(tree.body)
+    names = _fill(tree)
     if names:
-        tree.body.insert(0, py.Global(names=names))
-    _locate([tree], Span(1, 1, 1, 2))
+        tree.body.insert(0, _at(py.Global(names=names), Span(1, 1, 1, 2)))
     return tree

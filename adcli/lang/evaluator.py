@@ -15,6 +15,8 @@ classes show as the builtin class they derive from.
 from __future__ import annotations
 
 import builtins
+import itertools
+import operator
 import sys
 import types
 import warnings
@@ -65,13 +67,11 @@ _FORBIDDEN_NAMES = frozenset(
 
 
 class _State:
-    """The counters compiled code bumps: steps `n` (checked against `cap`), depth `d`."""
+    """The depth count compiled code bumps: `d`, checked against `maxd`."""
 
-    __slots__ = ("n", "cap", "d", "maxd")
+    __slots__ = ("d", "maxd")
 
     def __init__(self) -> None:
-        self.n = 0
-        self.cap = 0
         self.d = 0
         self.maxd = 0
 
@@ -177,7 +177,8 @@ class Interpreter:
         self._codes: dict[types.CodeType, tuple[Source, dict, dict]] = {}
         self._positions: dict[types.CodeType, list] = {}
         self._sources: list[Source] = []  # every source compiled (a REPL has many)
-        self._interrupted = False
+        self._steps_left = itertools.repeat(True, 0)
+        self._budget: Any = None
         self._fixed_span: tuple[Span, Source] | None = None
         self._run_builtins = self._helpers()
         self._run_builtins.update(table)
@@ -190,7 +191,7 @@ class Interpreter:
     @property
     def steps(self) -> int:
         """Loop iterations and function calls so far in this run."""
-        return self._state.n
+        return self.max_steps - operator.length_hint(self._steps_left)
 
     @property
     def depth(self) -> int:
@@ -247,8 +248,18 @@ class Interpreter:
 
     def interrupt(self) -> None:
         """Ask the running script to stop at its next loop step or call (signal-safe)."""
-        self._interrupted = True
-        self._state.cap = -1
+        self._run_builtins["ad$B"] = iter(self._stop, None)
+
+    def _stop(self) -> None:
+        self._run_builtins["ad$B"] = self._budget  # the steps left stay for the next run
+        raise KeyboardInterrupt
+
+    def _over(self) -> None:
+        raise ScriptRuntimeError(
+            f"step limit of {self.max_steps} exceeded (raise it with --max-steps)",
+            kind="LimitError",
+            catchable=False,
+        )
 
     def variables(self) -> dict[str, object]:
         """The script's global names and values (a copy)."""
@@ -348,11 +359,12 @@ class Interpreter:
 
     def _execute(self, code: types.CodeType, source: Source) -> None:
         st = self._state
-        st.n = 0
         st.d = 0
-        st.cap = self.max_steps
         st.maxd = self.max_depth
-        self._interrupted = False
+        # the step budget: `ad$next(ad$B)` takes one (C code: no Python call per step)
+        self._steps_left = itertools.repeat(True, self.max_steps)
+        self._budget = itertools.chain(self._steps_left, iter(self._over, None))
+        self._run_builtins["ad$B"] = self._budget
         self._fixed_span = None
         self._run_builtins.update(self._hook_helpers())
         old_limit = sys.getrecursionlimit()
@@ -487,37 +499,12 @@ class Interpreter:
         get, set_, delete = make_attribute_guards(self.guards)
         guards = self.guards
 
-        def over() -> None:
-            if self._interrupted:
-                self._interrupted = False
-                raise KeyboardInterrupt
-            raise ScriptRuntimeError(
-                f"step limit of {self.max_steps} exceeded (raise it with --max-steps)",
-                kind="LimitError",
-                catchable=False,
-            )
-
         def enter() -> None:
-            # called when a function entry went over a limit (the counts are already bumped)
+            # called when a function entry went over the depth limit (already counted)
             st.d -= 1
-            if st.n > st.cap:
-                over()
-            if st.d >= st.maxd:
-                raise LimitError(
-                    f"maximum recursion depth of {self.max_depth} exceeded"
-                    " (raise it with --max-depth)"
-                )
-
-        def go() -> bool:
-            st.n += 1
-            if st.n > st.cap:
-                over()
-            return True
-
-        def go0() -> None:
-            st.n += 1
-            if st.n > st.cap:
-                over()
+            raise LimitError(
+                f"maximum recursion depth of {self.max_depth} exceeded (raise it with --max-depth)"
+            )
 
         def fn(f: types.FunctionType) -> types.FunctionType:
             f.ad_name = f.__name__  # type: ignore[attr-defined]
@@ -592,11 +579,8 @@ class Interpreter:
             "ad$S": st,
             "ad$BE": BaseException,
             "ad$AE": AssertionError,
-            "ad$type": type,  # type(x) is specialised by CPython: the cheapest type test
-            "ad$over": over,
+            "ad$next": next,
             "ad$enter": enter,
-            "ad$go": go,
-            "ad$go0": go0,
             "ad$fn": fn,
             "ad$ga": get,
             "ad$sa": set_,

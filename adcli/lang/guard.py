@@ -19,7 +19,8 @@ modules, files or dunders):
   attributes of functions, generators, frames, modules and Python's own
   classes and exceptions are refused.
 - Writing ``obj.name = v`` needs ``name in type(obj).__ad_settable__`` (or a
-  script class instance).
+  script class instance); so does ``del obj.name`` (the class's own delete runs:
+  an nn.Module forgets the parameter).
 - A host class marked ``__ad_open__ = True`` (an autograd ``ctx``) also lets
   scripts write any public name its class does not define into the instance's
   ``__dict__``, and read it back from there.
@@ -35,7 +36,8 @@ modules, files or dunders):
 
 `make_builtins` is the table of pure builtins (print, len, range, ...);
 `make_script_builtins` adds the class builtins (type, isinstance, super,
-property...). The evaluator layers the host's globals over it.
+property...) and getattr/setattr/hasattr/delattr, which follow the rules above
+exactly as ``obj.name`` does. The evaluator layers the host's globals over it.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from string import Formatter
 from typing import Any
 
 from adcli.errors import LimitError, SandboxError
+from adcli.lang.bounds import NESTED, BigRange, int_text_bits, nested_size
 from adcli.lang.host import Limits, Namespace, missing_member
 
 __all__ = [
@@ -133,6 +136,53 @@ class Guards:
                 f" {self.max_bits:,} bits"
             )
 
+    def check_repr(self, value: object) -> None:
+        """Refuse the text of a container that would be longer than `max_sequence`
+        items: nested lists sharing items print every share (``l = [l, l]``, doubled)."""
+        if type(value) in NESTED:
+            n = nested_size(value)
+            if n is not None and n > self.max_seq:
+                raise self.too_long(n, f"text of a nested {type(value).__name__}")
+
+    def check_compare(self, items: list, what: str) -> None:
+        """Refuse sorting or comparing `items` when they are containers whose
+        comparisons together would visit more than 10x `max_sequence` items."""
+        if len(items) > 1 and not set(map(type, items)).isdisjoint(NESTED):
+            work = (nested_size(items) or 0) * max(1, len(items).bit_length())
+            if work > 10 * self.max_seq:
+                raise LimitError(
+                    f"{what} of nested items would compare about {work:,} items, more than"
+                    f" the limit of {10 * self.max_seq:,}"
+                )
+
+    def int_(self, *args: Any, **kwargs: Any) -> int:
+        """int(x) and int(text, base), refusing a text whose int would pass `max_int_bits`."""
+        if args and type(args[0]) is str and (len(args) > 1 or "base" in kwargs):
+            base = args[1] if len(args) > 1 else kwargs["base"]
+            if type(base) is int:
+                self.check_int_bits(int(int_text_bits(args[0], base)))
+        return int(*args, **kwargs)
+
+    def range_(self, *args: Any) -> Any:
+        """range(...); one longer than `max_sequence` becomes a `BigRange` (see bounds.py)."""
+        r = range(*args)
+        try:
+            n = len(r)
+        except OverflowError:
+            n = self.max_seq + 1
+        if n <= self.max_seq:
+            return r
+        steps = self.limits.max_steps
+
+        def refuse(count: int) -> LimitError:
+            size = f"{len(r):,}" if n <= sys.maxsize else "too many"
+            return LimitError(
+                f"a range of {size} items is longer than the limit of {steps:,} (the step"
+                " limit) for a search or an iteration outside a loop"
+            )
+
+        return BigRange(r, steps, refuse)
+
     # ------------------------------------------------------------ formats
 
     _NUMBERS = re.compile(r"\d+")
@@ -150,18 +200,32 @@ class Guards:
     def format_value(self, value: object, spec: str) -> str:
         """format(value, spec) after checking the spec."""
         self.check_spec(spec)
+        self.check_repr(value)
         return format(value, spec)
 
-    _PERCENT = re.compile(r"%[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+    # after a '%' and its optional (key): flags, width, precision (or '%%')
+    _PERCENT = re.compile(r"[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
     def check_percent(self, fmt: str) -> None:
-        """Refuse ``%`` formats with ``*`` or huge widths."""
-        for m in self._PERCENT.finditer(fmt):
+        """Refuse ``%`` formats with ``*`` or huge widths (``%(key)5s`` included)."""
+        i = fmt.find("%")
+        while i != -1:
+            j = i + 1
+            if fmt.startswith("(", j):  # a mapping key: Python matches nested parentheses
+                depth = 0
+                while j < len(fmt):
+                    depth += {"(": 1, ")": -1}.get(fmt[j], 0)
+                    j += 1
+                    if depth == 0:
+                        break
+            m = self._PERCENT.match(fmt, j)
+            assert m is not None  # every part of the pattern is optional
             for g in m.groups():
                 if g == "*":
                     raise SandboxError("'*' widths in % formats are not available in adcli scripts")
                 if g is not None:
                     self.check_spec(g)
+            i = fmt.find("%", m.end() + 1)  # past the conversion character ('%' of '%%' too)
 
     def safe_format(self, fmt: str, args: tuple, kwargs: dict) -> str:
         """str.format with plain fields only ({}, {0}, {name}) and bounded output."""
@@ -246,10 +310,19 @@ class Guards:
         tb = type(b)
         if ta is int and tb is int:
             self.check_int_bits(a.bit_length() + b.bit_length())
-        elif ta in _SEQ_SET and (tb is int or tb is bool):
-            self.check_len(len(a) * b)
-        elif tb in _SEQ_SET and (ta is int or ta is bool):
-            self.check_len(len(b) * a)
+        elif ta in _SEQ_SET:
+            self._repeat_check(a, b if tb is int or tb is bool else _count(b))
+        elif tb in _SEQ_SET:
+            self._repeat_check(b, a if ta is int or ta is bool else _count(a))
+
+    def _repeat_check(self, seq: Any, n: int) -> None:
+        """``seq * n``: its length, and what printing or comparing it would visit (each
+        repeated row in full: ``[[0] * 10**7] * 10**7`` is short but has 10**14 items)."""
+        self.check_len(len(seq) * n)
+        if n > 1 and type(seq) is not str:
+            size = nested_size(seq)
+            if size is not None and size * n > self.max_seq:
+                raise self.too_long(size * n, f"nested {type(seq).__name__}")
 
     def mul(self, a: Any, b: Any) -> Any:
         """a * b, refusing huge repetitions and integer products."""
@@ -281,6 +354,7 @@ class Guards:
         """a % b; for ``str % args`` checks widths and the result's length."""
         if type(a) is str:
             self.check_percent(a)
+            self.check_repr(b)
             result = a % b
             self.check_len(len(result), "formatted string")
             return result
@@ -292,6 +366,16 @@ class Guards:
             return self.mod(a, b)
         a %= b
         return a
+
+
+def _count(v: Any) -> int:
+    """The repeat count `v` stands for in ``seq * v``: any integer-like value (a NumPy
+    int, a one-element integer tensor) repeats as its int does; 0 for anything else
+    (the operator itself then raises Python's TypeError)."""
+    try:
+        return operator.index(v)
+    except Exception:
+        return 0
 
 
 def make_operators(guards: Guards) -> tuple[dict[str, Callable], dict[str, Callable]]:
@@ -571,6 +655,9 @@ def delete_attribute(obj: Any, name: str) -> None:
         except KeyError:
             raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'") from None
         return
+    if _declares(t, "__ad_settable__", name):  # what a script may set, it may delete
+        delattr(obj, name)
+        return
     raise SandboxError(f"cannot delete attribute '{name}' in adcli scripts")
 
 
@@ -611,8 +698,11 @@ EXCEPTIONS: dict[str, type[BaseException]] = {
 _MISSING: Any = object()
 
 
-def make_print(write: Callable[[str], object] | None = None) -> Callable[..., None]:
-    """A ``print(*values, sep=' ', end='\\n')`` writing through `write` (default: stdout)."""
+def make_print(
+    write: Callable[[str], object] | None = None, check: Callable[[object], None] | None = None
+) -> Callable[..., None]:
+    """A ``print(*values, sep=' ', end='\\n')`` writing through `write` (default: stdout),
+    after `check` (a size check) of each value."""
 
     def print(
         *values: object, sep: str | None = " ", end: str | None = "\n", flush: bool = False
@@ -625,6 +715,9 @@ def make_print(write: Callable[[str], object] | None = None) -> Callable[..., No
             raise TypeError(f"sep must be None or a string, not {type(sep).__name__}")
         if type(end) is not str:
             raise TypeError(f"end must be None or a string, not {type(end).__name__}")
+        if check is not None:
+            for v in values:
+                check(v)
         text = sep.join(str(v) for v in values) + end
         if write is None:
             sys.stdout.write(text)
@@ -635,12 +728,18 @@ def make_print(write: Callable[[str], object] | None = None) -> Callable[..., No
 
 
 class _BuiltinType(type):
-    """A Python container type as scripts see it (`list`, `tuple`, `dict`, `set`,
-    `frozenset`): calling it goes through a size-checked constructor, while
+    """A Python type as scripts see it (`list`, `tuple`, `dict`, `set`, `frozenset`,
+    `range`, `int`, `str`): calling it goes through a size-checked constructor, while
     ``isinstance``, ``type(x) is list`` and printing behave as with the real type."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return cls.ad_make(*args, **kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(cls, name: str) -> Any:
+        # the real type's public names exist (so the guard says they are refused)
+        if name[:1] == "_":
+            raise AttributeError(name)
+        return getattr(cls.ad_type, name)  # type: ignore[attr-defined]
 
     def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, cls.ad_type)  # type: ignore[attr-defined]
@@ -650,6 +749,9 @@ class _BuiltinType(type):
 
     def __repr__(cls) -> str:
         return f"<class '{cls.__name__}'>"
+
+
+_BuiltinType.__name__ = "type"  # what messages call it: `type(1).mro` is on a 'type'
 
 
 def _builtin_type(real: type, make: Callable[..., Any]) -> type:
@@ -718,6 +820,8 @@ def make_builtins(
                     f"Cannot specify a default for {name}() with multiple positional arguments"
                 )
             items = list(args)
+        if key is None:
+            guards.check_compare(items, f"{name}()")
         return pick(items, key=key)
 
     def min_(*args: Any, key: Any = None, default: Any = _MISSING) -> Any:
@@ -727,7 +831,10 @@ def make_builtins(
         return _minmax("max", max, args, key, default)
 
     def sorted_(iterable: Iterable[Any], /, *, key: Any = None, reverse: bool = False) -> list:
-        return sorted(materialize(iterable), key=key, reverse=reverse)
+        items = materialize(iterable)
+        if key is None:
+            guards.check_compare(items, "sorted()")
+        return sorted(items, key=key, reverse=reverse)
 
     def any_(iterable: Iterable[Any], /) -> bool:
         for x in _bounded(iterable):
@@ -749,6 +856,15 @@ def make_builtins(
                 raise guards.too_long(i + 1)
             yield x
 
+    def str_(*args: Any, **kwargs: Any) -> str:
+        if args:
+            guards.check_repr(args[0])
+        return str(*args, **kwargs)
+
+    def repr_(obj: Any, /) -> str:
+        guards.check_repr(obj)
+        return repr(obj)
+
     def round_(number: Any, ndigits: Any = None) -> Any:
         if ndigits is None:
             return round(number)
@@ -759,13 +875,13 @@ def make_builtins(
         return round(number, ndigits)
 
     table: dict[str, object] = {
-        "print": make_print(write),
+        "print": make_print(write, guards.check_repr),
         "len": len,
-        "range": range,
+        "range": _builtin_type(range, guards.range_),
         "float": float,
-        "int": int,
+        "int": _builtin_type(int, guards.int_),
         "bool": bool,
-        "str": str,
+        "str": _builtin_type(str, str_),
         "abs": abs,
         "round": round_,
         "min": min_,
@@ -784,7 +900,7 @@ def make_builtins(
         "sorted": sorted_,
         "any": any_,
         "all": all_,
-        "repr": repr,
+        "repr": repr_,
     }
     for name, fn in list(table.items()):
         if callable(fn) and getattr(fn, "__name__", "").endswith("_"):
@@ -960,6 +1076,7 @@ def make_script_builtins(guards: Guards) -> dict[str, object]:
     table.update({f.__name__: f for f in classes + (next, iter, callable)})
     # type([]) is the script's `list`; type(an ndarray) a stand-in (TYPE_PROXIES)
     proxies = {t.ad_type: t for t in table.values() if type(t) is _BuiltinType}
+    proxies[BigRange] = proxies[range]
 
     def type_(*args: Any) -> type:
         cls = _type(*args)
@@ -967,6 +1084,59 @@ def make_script_builtins(guards: Guards) -> dict[str, object]:
 
     type_.__name__ = type_.__qualname__ = "type"
     table["type"] = type_
+    table.update(_attribute_builtins(guards))
+    return table
+
+
+def _attribute_builtins(guards: Guards) -> dict[str, Callable]:
+    """getattr, setattr, hasattr and delattr, under the rules of ``obj.name``."""
+    get, set_, delete = make_attribute_guards(guards)
+
+    def name_of(name: Any) -> str:
+        if not isinstance(name, str):
+            raise TypeError(f"attribute name must be string, not '{type(name).__name__}'")
+        return name
+
+    def arity(fn: str, args: tuple, n: int) -> None:
+        if len(args) != n:
+            raise TypeError(f"{fn} expected {n} arguments, got {len(args)}")
+
+    def getattr_(*args: Any) -> Any:
+        if not 2 <= len(args) <= 3:
+            bound = "at least 2" if len(args) < 2 else "at most 3"
+            raise TypeError(f"getattr expected {bound} arguments, got {len(args)}")
+        try:
+            return get(args[0], name_of(args[1]))
+        except AttributeError:
+            if len(args) == 3:
+                return args[2]
+            raise
+
+    def setattr_(*args: Any) -> None:
+        arity("setattr", args, 3)
+        set_(args[0], name_of(args[1]), args[2])
+
+    def hasattr_(*args: Any) -> bool:
+        arity("hasattr", args, 2)
+        try:
+            get(args[0], name_of(args[1]))
+        except AttributeError:
+            return False
+        return True
+
+    def delattr_(*args: Any) -> None:
+        arity("delattr", args, 2)
+        delete(args[0], name_of(args[1]))
+
+    table: dict[str, Callable] = {}
+    for name, fn in (
+        ("getattr", getattr_),
+        ("setattr", setattr_),
+        ("hasattr", hasattr_),
+        ("delattr", delattr_),
+    ):
+        fn.__name__ = fn.__qualname__ = name
+        table[name] = fn
     return table
 
 

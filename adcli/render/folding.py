@@ -90,8 +90,12 @@ class ReportFolder:
         fold: bool = True,
         every: int | None = None,
         runs: Callable[[FoldedRun], None] | None = None,
+        prepare: Callable[[Report], None] | None = None,
     ) -> None:
         self._show = show
+        # called once before a report is printed (and its notes read): work only
+        # printed reports need (--symbolic formulas) is left until then
+        self._prepare = prepare
         self._say = say
         self._runs = runs  # also told each fold line as data
         self._fold = fold
@@ -101,6 +105,7 @@ class ReportFolder:
     def add(self, report: Report, value: float | None = None) -> None:
         """One more report; `value` is its root's value when that is one number."""
         if not self._fold:
+            self._ready(report)
             self._show(report)
             return
         site = self._sites.setdefault((report.line, report.call), _Site())
@@ -112,6 +117,7 @@ class ReportFolder:
             self._close_run(site, show_last=False)
             if new_shape:
                 site.shapes.append(shape)
+            self._ready(report)
             site.notes.update(_steps_out(n) for n in report.notes)
             self._show(report)
             return
@@ -124,6 +130,10 @@ class ReportFolder:
         site.last = report
         site.value_before_last = site.last_value
         site.last_value = value
+
+    def _ready(self, report: Report) -> None:
+        if self._prepare is not None:
+            self._prepare(report)
 
     def finish(self) -> None:
         """The script ended: close every site's run, printing its last report."""
@@ -143,6 +153,7 @@ class ReportFolder:
             if self._runs is not None:
                 self._runs(run)
         if show_last:
+            self._ready(last)
             if graph_shape(last) in site.shapes:  # its graph table and notes were printed
                 last.graph_shown = True
                 last.notes = [n for n in last.notes if _steps_out(n) not in site.notes]

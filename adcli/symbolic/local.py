@@ -10,7 +10,7 @@ vector-Jacobian product the row computes, PyTorch-style: `W: x.T @ grad`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -58,8 +58,17 @@ def local_rule(
     node: Node, names: dict[tuple[int, int], str], forward: Converter, own_name: str
 ) -> str | None:
     """The text of the node's local rule, or None for nodes without one."""
+    return local_rule_later(node, names, forward, own_name)()
+
+
+def local_rule_later(
+    node: Node, names: dict[tuple[int, int], str], forward: Converter, own_name: str
+) -> Callable[[], str | None]:
+    """`local_rule` in two steps: the node's backward runs now (it reads the values
+    saved for it, which the script may change in place later); the returned function
+    simplifies and prints the rule, whenever it is called."""
     if not isinstance(node, Function):
-        return None
+        return lambda: None
     letters = _letters()
     stops: dict[tuple[int, int], Any] = {}
     inputs: list[tuple[int, tuple[int, int], Any]] = []
@@ -80,7 +89,7 @@ def local_rule(
             stops[key] = sym.tensor_symbol(name, np.array(value), "leaf")
         inputs.append((i, key, stops[key]))
     if not inputs:
-        return None
+        return lambda: None
     outs = node.outputs
     n_out = len(outs) if isinstance(outs, tuple) else 1
     shapes = []
@@ -93,7 +102,7 @@ def local_rule(
             if k == 0 and lab is not None and lab.value is not None:
                 shapes.append((np.shape(lab.value), np.asarray(lab.value).dtype))
             else:
-                return None
+                return lambda: None
     gleaves = [Tensor._make(np.ones(s, d), True) for s, d in shapes]
     gsyms = [
         sym.tensor_symbol("grad" if n_out == 1 else f"grad{k}", np.ones(s), "grad")
@@ -126,11 +135,13 @@ def local_rule(
             continue
         e = conv.of_tensor(g)
         by_input[key] = by_input.get(key, 0) + e
-    parts = []
-    for key, total in by_input.items():
-        s = stops[key]
-        parts.append(_one(what, s, sym.sympy.sympify(total), gsyms))
-    return "; ".join(parts) if parts else None
+    terms = [(stops[key], sym.sympy.sympify(total)) for key, total in by_input.items()]
+
+    def text() -> str | None:
+        parts = [_one(what, s, total, gsyms) for s, total in terms]
+        return "; ".join(parts) if parts else None
+
+    return text
 
 
 def _one(what: str, s: Any, total: Any, gsyms: list[Any]) -> str:

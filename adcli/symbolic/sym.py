@@ -838,6 +838,8 @@ def _canonical(expr: Any) -> tuple[Any, dict[Any, Any]]:
             key = (name, rank) + cls_key
             c = _CANONICAL.get(key)
             if c is None:
+                if len(_CANONICAL) >= _CACHE_LIMIT:  # made again alike: equal to the old
+                    _CANONICAL.clear()
                 number_ = _CLASSES.setdefault(cls_key, len(_CLASSES))
                 index = -(10**12) + rank * 10**6 + number_
                 c = TensorSymbol(name, dummy_index=index, **dict(assumptions))

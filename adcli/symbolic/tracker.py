@@ -12,6 +12,7 @@ further script lines.  Gradient sums over several backward calls are followed
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,8 +104,10 @@ class Checked:
 class Tracker:
     """Formulas for one run; `close()` switches the engine's recording back off."""
 
-    def __init__(self, *, eager: bool = False) -> None:
+    def __init__(self, *, eager: bool = False, call: int | None = None) -> None:
         self.eager = eager
+        self.call = call  # --call LINE: formula columns only in the reports of that line
+        self._progress: Any = None  # a bar on a terminal while slow formulas are built
         self._prev_record = config.record_inputs
         config.record_inputs = True
         self._records: dict[int, GradRecord] = {}
@@ -268,59 +271,121 @@ class Tracker:
     # ------------------------------------------------------------------ reports
     def annotate(self, report: Any, event: BackwardEvent) -> None:
         """Fill the formula columns of a report (--symbolic) and note every mismatch."""
-        from .formula import Converter
-        from .local import local_rule
+        self.annotator(report, event)()
 
-        report.symbolic = True
+    def annotator(self, report: Any, event: BackwardEvent) -> Callable[[], None]:
+        """`annotate(report, event)` in two steps, so that a report nobody prints (a
+        loop's folded reports) costs little: the formulas are read from the graphs
+        now, while the values they were computed from are still there (the script may
+        change its tensors in place later); the returned function simplifies, checks
+        and prints them into the report, whenever it is called."""
+        from .formula import Converter
+        from .local import local_rule_later
+
+        if self.call is not None and report.line != self.call:
+            return lambda: None  # --call LINE: a plain report
         n = len(_graph(event, PASS_LIMIT + 1))
-        if n > NODE_LIMIT or self.last is None or self.last[0] is not event:
+        sp = self.last[1] if self.last is not None and self.last[0] is event else None
+        if n > NODE_LIMIT or sp is None:
             why = (
                 f"the graph has {n} nodes (the limit is {NODE_LIMIT})"
                 if n > NODE_LIMIT
                 else (self.errors[-1] if self.errors else "the pass failed")
             )
-            report.notes.append(f"formulas are not shown: {why}")
-            return
-        sp = self.last[1]
+
+            def refuse() -> None:
+                report.symbolic = True
+                report.notes.append(f"formulas are not shown: {why}")
+
+            return refuse
         forward = Converter()
         rows = [r for r in report.shown_rows if getattr(r, "node", None) is not None]
         names = {(id(r.node), r.output_nr): r.name for r in rows}
-        failures: list[str] = []
+        # per row: the formula, the gradient's formula and the local rule, each as
+        # (what to finish later, or why there is none)
+        later: list[tuple[Any, Any, Any, Any]] = []
         for row in rows:
             key = (id(row.node), row.output_nr)
+            own: Any = None
             try:
                 if not row.is_leaf:
                     t = row.node.output_tensor(row.output_nr)
-                    expr = forward.of_edge(row.node, row.output_nr)
-                    # a tensor changed in place since belongs to a later node: its values
-                    # are not this node's any more
+                    # a tensor changed in place since belongs to a later node: its
+                    # values are not this node's any more
                     current = t is not None and t._node is row.node
-                    c = check(expr, row.value if current else None, tidy=False)
-                    row.formula = _cell(c)
-                    if c.ok is False and t is not None:
-                        hint = " (did a leaf change since, through .data?)"
-                        failures.append(f"{row.name} = {c.text}: {c.detail}{hint}")
+                    own = (forward.of_edge(row.node, row.output_nr), current, t)
             except Exception as exc:  # one row without a formula does not stop the others
-                row.formula = f"no formula ({_first_sentence(str(exc))})"
+                own = exc
+            grad: Any = None
             try:
                 if key in sp.captured:
-                    c = self.gradient_formula([Part(sp, key, row.name)], row.flowed_grad)
-                    row.grad_formula = _cell(c)
-                    if c.ok is False:
-                        failures.append(f"∂{sp.root}/∂{row.name} = {c.text}: {c.detail}")
+                    grad = self.gradient_expr([Part(sp, key, row.name)])
             except Exception as exc:
-                row.grad_formula = f"no formula ({_first_sentence(str(exc))})"
+                grad = exc
+            rule: Any = None
             if not row.is_leaf and row.output_nr == 0:
                 try:
-                    rule = local_rule(row.node, names, forward, row.name)
-                    if rule:
-                        row.rule = f"{row.grad_fn}: {rule}"
+                    rule = local_rule_later(row.node, names, forward, row.name)
+                except Exception as exc:
+                    rule = exc
+            later.append((row, own, grad, rule))
+        second: list[str] = []
+        if report.second_order is not None:
+            second = self._annotate_second(report, event, sp)
+
+        def finish() -> None:
+            where = f" at line {report.line}" if report.line is not None else ""
+            with self.progress().phase(f"formulas of {report.call}{where}", len(later)):
+                fill()
+
+        def fill() -> None:
+            report.symbolic = True
+            failures: list[str] = []
+            for row, own, grad, rule in later:
+                self.progress().advance()
+                try:
+                    if isinstance(own, Exception):
+                        raise own
+                    if own is not None:
+                        expr, current, t = own
+                        c = check(expr, row.value if current else None, tidy=False)
+                        row.formula = _cell(c)
+                        if c.ok is False and t is not None:
+                            hint = " (did a leaf change since, through .data?)"
+                            failures.append(f"{row.name} = {c.text}: {c.detail}{hint}")
+                except Exception as exc:
+                    row.formula = f"no formula ({_first_sentence(str(exc))})"
+                try:
+                    if isinstance(grad, Exception):
+                        raise grad
+                    if grad is not None:
+                        c = self.checked_gradient(*grad, row.flowed_grad)
+                        row.grad_formula = _cell(c)
+                        if c.ok is False:
+                            failures.append(f"∂{sp.root}/∂{row.name} = {c.text}: {c.detail}")
+                except Exception as exc:
+                    row.grad_formula = f"no formula ({_first_sentence(str(exc))})"
+                try:
+                    if isinstance(rule, Exception):
+                        raise rule
+                    text = rule() if rule is not None else None
+                    if text:
+                        row.rule = f"{row.grad_fn}: {text}"
                 except Exception as exc:
                     row.rule = f"{row.grad_fn}: no rule shown ({_first_sentence(str(exc))})"
-        if report.second_order is not None:
-            failures += self._annotate_second(report, event, sp)
-        for f in failures:
-            report.notes.append(f"✗ FORMULA CHECK FAILED for {f}")
+            for f in failures + second:
+                report.notes.append(f"✗ FORMULA CHECK FAILED for {f}")
+            later.clear()
+
+        return finish
+
+    def progress(self) -> Any:
+        """The bar (adcli.render.progress) shown while a report's formulas take long."""
+        if self._progress is None:
+            from adcli.render.progress import Progress
+
+            self._progress = Progress()
+        return self._progress
 
     def _annotate_second(self, report: Any, event: BackwardEvent, sp: Pass) -> list[str]:
         from . import sym
@@ -441,7 +506,13 @@ class Tracker:
 
     def gradient_formula(self, parts: list[Part], expected: np.ndarray | None) -> Checked:
         """The (summed) gradient formula of `parts`, simplified and checked."""
-        total = 0
+        return self.checked_gradient(*self.gradient_expr(parts), expected)
+
+    @staticmethod
+    def gradient_expr(parts: list[Part]) -> tuple[Any, bool]:
+        """The (summed) gradient formula of `parts`, as read from their gradient graphs,
+        and whether a hook changed one of them."""
+        total: Any = 0
         hooked = False
         for part in parts:
             g = part.sym_pass.captured.get(part.edge)
@@ -449,6 +520,11 @@ class Tracker:
             if g is None:
                 continue
             total = total + part.sym_pass.conv().of_tensor(g)
+        return total, hooked
+
+    @staticmethod
+    def checked_gradient(total: Any, hooked: bool, expected: np.ndarray | None) -> Checked:
+        """A gradient formula simplified and checked against autograd's numbers."""
         c = check(total, expected, tidy=True)
         if c.ok is False and hooked:  # not a wrong formula: the script changed the number
             c.ok, c.detail = None, ""
