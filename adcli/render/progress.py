@@ -94,8 +94,9 @@ class Progress:
             self.description = description
             self.total = total
             self.completed = 0
-            if self._bar is not None:
-                self._bar.update(self._task, description=description, total=total, completed=0)
+            if self._bar is not None:  # a new task: rich's update() cannot unset a total
+                self._bar.remove_task(self._task)
+                self._task = self._bar.add_task(description, total=total)
 
     def advance(self, n: int = 1) -> None:
         """`n` more units of the current work done."""
