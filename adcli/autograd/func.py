@@ -217,6 +217,23 @@ def _grads(outputs: list[Tensor], inputs: list[Tensor], cotangents: list[Any]) -
 
 
 # ---------------------------------------------------------------- grad, vjp
+def _split_aux(out: Any, has_aux: bool, who: str) -> tuple[Any, Any]:
+    """(output, aux) of func's result: with has_aux it must be an (output, aux) pair."""
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(
+            f"{who}: output of function f should be a tuple: (output, aux) if has_aux is True"
+        )
+    return out
+
+
+def _unwrap_aux(aux: Any, ins: _Inputs) -> Any:
+    """The aux pytree with the transform's own tensors unwrapped (as for the output)."""
+    leaves, spec = tree_flatten(aux)
+    return tree_unflatten([_unwrap(a, ins.own, ins.originals) for a in leaves], spec)
+
+
 def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Any:
     """A function returning (gradient of func's scalar output at argnums, output)."""
 
@@ -224,15 +241,7 @@ def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = F
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         ins = _Inputs(args, argnums)
         with grad_mode.enable_grad():
-            out = func(*ins.args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError(
-                        "grad_and_value(f)(*args): output of function f should be a tuple: "
-                        "(output, aux) if has_aux is True"
-                    )
-                out, aux = out
+            out, aux = _split_aux(func(*ins.args, **kwargs), has_aux, "grad_and_value(f)(*args)")
             if not isinstance(out, Tensor):
                 raise RuntimeError(
                     "grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
@@ -249,9 +258,7 @@ def grad_and_value(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = F
         value = _unwrap(out, ins.own, ins.originals)
         grads = ins.shaped(gs)
         if has_aux:
-            aux_leaves, aux_spec = tree_flatten(aux)
-            aux = tree_unflatten([_unwrap(a, ins.own, ins.originals) for a in aux_leaves], aux_spec)
-            return grads, (value, aux)
+            return grads, (value, _unwrap_aux(aux, ins))
         return grads, value
 
     return wrapper
@@ -285,14 +292,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     ins = _Inputs(primals, tuple(range(len(primals))))
     with grad_mode.enable_grad():
         out = func(*ins.args)
-    aux = None
-    if has_aux:
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise RuntimeError(
-                "vjp(f, *primals): output of function f should be a tuple: (output, aux) "
-                "if has_aux is True"
-            )
-        out, aux = out
+    out, aux = _split_aux(out, has_aux, "vjp(f, *primals)")
     leaves, spec = tree_flatten(out)
     _only_tensors(leaves, "vjp(f, *primals)")
 
@@ -310,12 +310,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
 
     result = tree_unflatten([_unwrap(o, ins.own, ins.originals) for o in leaves], spec)
     if has_aux:
-        aux_leaves, aux_spec = tree_flatten(aux)
-        return (
-            result,
-            vjp_fn,
-            tree_unflatten([_unwrap(a, ins.own, ins.originals) for a in aux_leaves], aux_spec),
-        )
+        return result, vjp_fn, _unwrap_aux(aux, ins)
     return result, vjp_fn
 
 
@@ -361,15 +356,7 @@ def jvp(
     level = forward_ad.open_level()
     try:
         duals = [forward_ad.dual_of(p, t, level) for p, t in zip(flat_p, flat_t, strict=True)]
-        out = func(*tree_unflatten(duals, spec_p))
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError(
-                    f"{who}: output of function f should be a tuple: (output, aux) if has_aux "
-                    "is True"
-                )
-            out, aux = out
+        out, aux = _split_aux(func(*tree_unflatten(duals, spec_p)), has_aux, who)
         leaves, spec = tree_flatten(out)
         _only_tensors(leaves, who)
         primals_out = [forward_ad.primal_of(o, level) for o in leaves]
@@ -422,15 +409,7 @@ def jacrev(
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         ins = _Inputs(args, argnums)
         with grad_mode.enable_grad():
-            out = func(*ins.args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError(
-                        "vjp(f, *primals): output of function f should be a tuple: (output, aux) "
-                        "if has_aux is True"
-                    )
-                out, aux = out
+            out, aux = _split_aux(func(*ins.args, **kwargs), has_aux, "vjp(f, *primals)")
             leaves, spec = tree_flatten(out)
             _only_tensors(leaves, "vjp(f, *primals)")
             _check_blocks(leaves, ins.flat)
@@ -458,10 +437,7 @@ def jacrev(
                 jac_leaves.append(ins.shaped([_unwrap(b, ins.own) for b in blocks]))
         result = tree_unflatten(jac_leaves, spec)
         if has_aux:
-            aux_leaves, aux_spec = tree_flatten(aux)
-            return result, tree_unflatten(
-                [_unwrap(a, ins.own, ins.originals) for a in aux_leaves], aux_spec
-            )
+            return result, _unwrap_aux(aux, ins)
         return result
 
     return wrapper

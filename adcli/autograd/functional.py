@@ -208,12 +208,23 @@ def _prepare_v(v: Any, ref: Tensors, ref_tuple: bool, fn: str, create_graph: boo
     return vs
 
 
-def _v_none_input(inputs: Tensors) -> None:
-    if len(inputs) != 1 or inputs[0].numel() != 1:
+def _fresh_inputs(inputs: Any, fn: str, create_graph: bool) -> tuple[bool, Tensors]:
+    """(were the inputs a tuple, fresh tensors for them that require grad)."""
+    ins_tuple, ins = _tupled(inputs, "inputs", fn)
+    return ins_tuple, _fresh(ins, create_graph, True)
+
+
+def _v_for_inputs(v: Any, ins: Tensors, ins_tuple: bool, fn: str, create_graph: bool) -> Any:
+    """v checked against the inputs (jvp, vhp, hvp); None only for a single
+    one-element input."""
+    if v is not None:
+        return _prepare_v(v, ins, ins_tuple, fn, create_graph)
+    if len(ins) != 1 or ins[0].numel() != 1:
         raise RuntimeError(
             "The vector v can only be None if the input to the user-provided function is a "
             "single Tensor with a single element."
         )
+    return None
 
 
 def vjp(
@@ -225,8 +236,7 @@ def vjp(
 ) -> Any:
     """(func(inputs), v^T J): the vector-Jacobian product at `inputs`."""
     with _grad_mode(True):
-        ins_tuple, ins = _tupled(inputs, "inputs", "vjp")
-        ins = _fresh(ins, create_graph, True)
+        ins_tuple, ins = _fresh_inputs(inputs, "vjp", create_graph)
         outs_tuple, outs = _call(func, ins, "vjp")
         _strict_requires_grad(outs, "outputs", strict)
         if v is not None:
@@ -255,12 +265,8 @@ def jvp(
     """(func(inputs), J v): the Jacobian-vector product, by differentiating a vjp with
     respect to its (zero) vector."""
     with _grad_mode(True):
-        ins_tuple, ins = _tupled(inputs, "inputs", "jvp")
-        ins = _fresh(ins, create_graph, True)
-        if v is not None:
-            v = _prepare_v(v, ins, ins_tuple, "jvp", create_graph)
-        else:
-            _v_none_input(ins)
+        ins_tuple, ins = _fresh_inputs(inputs, "jvp", create_graph)
+        v = _v_for_inputs(v, ins, ins_tuple, "jvp", create_graph)
         outs_tuple, outs = _call(func, ins, "jvp")
         _strict_requires_grad(outs, "outputs", strict)
         # any finite vector will do: the vjp is linear in it
@@ -277,6 +283,8 @@ def jvp(
 
 
 def _scalar_output(func: Callable[..., Any], ins: Tensors, fn: str, strict: bool) -> Tensors:
+    """func(*ins) as a 1-tuple, checked to be a single one-element tensor (vhp, hvp,
+    hessian)."""
     outs_tuple, outs = _call(func, ins, fn)
     _strict_requires_grad(outs, "outputs", strict)
     if outs_tuple:
@@ -314,12 +322,8 @@ def _hessian_product(
     fn: str, func: Callable[..., Any], inputs: Any, v: Any, create_graph: bool, strict: bool
 ) -> Any:
     with _grad_mode(True):
-        ins_tuple, ins = _tupled(inputs, "inputs", fn)
-        ins = _fresh(ins, create_graph, True)
-        if v is not None:
-            v = _prepare_v(v, ins, ins_tuple, fn, create_graph)
-        else:
-            _v_none_input(ins)
+        ins_tuple, ins = _fresh_inputs(inputs, fn, create_graph)
+        v = _v_for_inputs(v, ins, ins_tuple, fn, create_graph)
         outs = _scalar_output(func, ins, fn, strict)
         jac = _grad(outs, ins, create_graph=True)
         _strict_requires_grad(jac, "jacobian", strict)
@@ -407,8 +411,7 @@ def _jacobian_rows(
     """Reverse mode: one autograd.grad call per output element (`forward`: laid out
     as forward mode returns it, see `_forward_mode`)."""
     with _grad_mode(True):
-        ins_tuple, ins = _tupled(inputs, "inputs", "jacobian")
-        ins = _fresh(ins, create_graph, True)
+        ins_tuple, ins = _fresh_inputs(inputs, "jacobian", create_graph)
         outs_tuple, outs = _call(func, ins, "jacobian")
         _strict_requires_grad(outs, "outputs", strict)
         if vectorize and strict:
@@ -489,17 +492,7 @@ def hessian(
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
 
     def scalar_func(*xs: Tensor) -> Tensor:
-        out = func(*xs)
-        out_tuple, outs = _tupled(out, "outputs of the user-provided function", "hessian")
-        _strict_requires_grad(outs, "outputs", strict)
-        if out_tuple:
-            raise RuntimeError("The function given to hessian should return a single Tensor")
-        if out.numel() != 1:
-            raise RuntimeError(
-                "The Tensor returned by the function given to hessian should contain a single "
-                "element"
-            )
-        return ops.squeeze(out)
+        return ops.squeeze(_scalar_output(func, xs, "hessian", strict)[0])
 
     def gradient(*xs: Tensor) -> Any:
         jac = jacobian(scalar_func, xs, create_graph=True)

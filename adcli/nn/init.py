@@ -157,6 +157,12 @@ def _empty_warning(tensor: Tensor) -> bool:
     return False
 
 
+def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+    """He initialisation's standard deviation, gain / sqrt(fan) (the fan checked first)."""
+    fan = _fan(tensor, mode)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
 def kaiming_uniform_(
     tensor: Tensor,
     a: float = 0,
@@ -167,10 +173,7 @@ def kaiming_uniform_(
     """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He initialisation)."""
     if _empty_warning(tensor):
         return tensor
-    fan = _fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
-    bound = math.sqrt(3.0) * std
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -184,10 +187,7 @@ def kaiming_normal_(
     """N(0, std**2) with std = gain / sqrt(fan) (He initialisation)."""
     if _empty_warning(tensor):
         return tensor
-    fan = _fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    std = gain / math.sqrt(fan)
-    return normal_(tensor, 0.0, std, generator)
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
 def fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:

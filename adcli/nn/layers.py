@@ -32,6 +32,17 @@ class Identity(Module):
         return input
 
 
+def _weight_and_bias(module: Module, shape: tuple[int, ...], bias: bool, dtype: Any) -> None:
+    """Linear-style parameters: a weight of `shape`, a bias of shape[0] elements (or a
+    None bias), both then initialised by the module's reset_parameters()."""
+    module.weight = Parameter(_empty(*shape, dtype=dtype))
+    if bias:
+        module.bias = Parameter(_empty(shape[0], dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
 class Linear(Module):
     """y = x W^T + b, W of shape (out_features, in_features)."""
 
@@ -49,12 +60,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in_features), bias, dtype)
 
     def reset_parameters(self) -> None:
         """Kaiming-uniform weight (a = sqrt(5)), bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
@@ -104,12 +110,7 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(_empty(out_features, in1_features, in2_features, dtype=dtype))
-        if bias:
-            self.bias = Parameter(_empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in1_features, in2_features), bias, dtype)
 
     def reset_parameters(self) -> None:
         """U(-1/sqrt(in1), 1/sqrt(in1)) for the weight, then the bias."""

@@ -80,7 +80,7 @@ class BCELoss(_WeightedLoss):
         return ops.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
-class BCEWithLogitsLoss(_Loss):
+class BCEWithLogitsLoss(_WeightedLoss):
     """Binary cross-entropy of logits (a sigmoid and BCELoss in one stable step)."""
 
     __ad_attrs__ = attrs("reduction", "weight", "pos_weight")
@@ -93,8 +93,7 @@ class BCEWithLogitsLoss(_Loss):
         reduction: str = "mean",
         pos_weight: Tensor | None = None,
     ) -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.register_buffer("weight", weight)
+        super().__init__(weight, size_average, reduce, reduction)
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
