@@ -207,7 +207,7 @@ def _env() -> dict[str, str]:
 
 @pytest.mark.parametrize(
     ("args", "text"),
-    [(["check"], "running the script"), (["run", "--symbolic"], "formulas of")],
+    [(["check"], "running the script"), (["run", "--symbolic", "--timeout", "600"], "formulas of")],
 )
 def test_bar_on_a_pty_and_not_in_a_pipe(tmp_path: Path, args: list[str], text: str) -> None:
     pexpect = pytest.importorskip("pexpect")
