@@ -307,7 +307,7 @@ def _random_tables(rs: np.random.RandomState) -> dict[str, Any]:
 
 
 def module_tables() -> dict[str, dict[str, Any]]:
-    """`numpy`, `numpy.random` and `numpy.linalg`; a fresh random state per call."""
+    """`numpy` and `numpy.linalg` (`numpy.random` is `random_table()`, one per run)."""
     np_: dict[str, Any] = {name: _wrap(getattr(np, name), name) for name in _PLAIN}
     np_.update(
         zeros=_sized(np.zeros, "zeros"),
@@ -332,8 +332,9 @@ def module_tables() -> dict[str, dict[str, Any]]:
     )
     np_.update(_DTYPES)
     linalg = {name: _wrap(getattr(np.linalg, name), name) for name in "norm inv det solve".split()}
-    return {
-        "numpy": np_,
-        "numpy.random": _random_tables(np.random.RandomState()),
-        "numpy.linalg": linalg,
-    }
+    return {"numpy": np_, "numpy.linalg": linalg}
+
+
+def random_table() -> dict[str, Any]:
+    """`numpy.random` with a fresh random state (seeded from the OS until `seed`)."""
+    return _random_tables(np.random.RandomState())

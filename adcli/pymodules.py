@@ -140,13 +140,20 @@ def typing_table() -> dict[str, Any]:
 
 
 def module_tables() -> dict[str, dict[str, Any]]:
-    """Each module's members, by dotted name (merged into torchapi.module_table())."""
+    """Each module's members, by dotted name (merged into torchapi.module_table()),
+    without the random generators (`per_run_tables`)."""
     guard.ATTRIBUTE_READERS.update(numpy_api.ATTRIBUTE_READERS)
     guard.TYPE_PROXIES.update(numpy_api.TYPE_PROXIES)
     tables = numpy_api.module_tables()
-    tables.update(math=math_table(), random=random_table(), typing=typing_table())
+    tables.update(math=math_table(), typing=typing_table())
     tables["torch"] = {"from_numpy": numpy_api.from_numpy}
     return tables
+
+
+def per_run_tables() -> dict[str, dict[str, Any]]:
+    """The members that hold state, made anew for each run: `random` and
+    `numpy.random`, each with its own generator seeded from the OS."""
+    return {"random": random_table(), "numpy.random": numpy_api.random_table()}
 
 
 # ------------------------------------------------------------------ unsupported modules

@@ -3,6 +3,7 @@ and friends, as tables of name -> value built from the autograd package."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -175,7 +176,22 @@ def _dtype_names() -> dict[str, Any]:
 
 def module_table() -> dict[str, dict[str, Any]]:
     """Each importable module's members, by dotted name. A member that is itself a
-    module is given as the string "module:<dotted name>" for the host to resolve."""
+    module is given as the string "module:<dotted name>" for the host to resolve.
+
+    The tables are fresh dicts on each call, with a fresh random generator for
+    `random` and `numpy.random`; everything else is built once per process (about
+    7,000 wrappers, most of a run's set-up time otherwise)."""
+    from . import pymodules
+
+    tables = {name: dict(members) for name, members in _shared_tables().items()}
+    for name, members in pymodules.per_run_tables().items():
+        tables.setdefault(name, {}).update(members)
+    return tables
+
+
+@functools.cache
+def _shared_tables() -> dict[str, dict[str, Any]]:
+    """The stateless part of `module_table()`; callers copy before changing it."""
     torch: dict[str, Any] = {name: getattr(ops, name) for name in TORCH_OPS if hasattr(ops, name)}
     torch.update(_dtype_names())
     torch.update(

@@ -233,15 +233,78 @@ def _locate(nodes: list[py.AST], span: Span) -> list[py.AST]:
 
 
 class _Ctx:
-    """Where the translator is: in a function? a class body? a comprehension iterable?"""
+    """Where the translator is: in a function? a class body? a comprehension iterable?
+    Which names hold an int for certain here (`ints`: see `Translator.int_loop`)?"""
 
-    __slots__ = ("function", "klass", "no_walrus", "generator")
+    __slots__ = ("function", "klass", "no_walrus", "generator", "ints")
 
-    def __init__(self, function: bool, klass: bool, no_walrus: bool, generator: bool) -> None:
+    def __init__(
+        self,
+        function: bool,
+        klass: bool,
+        no_walrus: bool,
+        generator: bool,
+        ints: frozenset[str] = frozenset(),
+    ) -> None:
         self.function = function
         self.klass = klass
         self.no_walrus = no_walrus
         self.generator = generator
+        self.ints = ints
+
+
+_INT_OPS = frozenset({"+", "-", "*", "//", "%"})  # int op int: an int no bigger than a product
+_INT_COMPARE = frozenset({"<", "<=", ">", ">=", "==", "!="})
+_INT_SOURCES = ("range", "enumerate")  # builtins whose loop variable (first) is an int
+
+
+def _binders(node: ast.Node) -> Iterator[str]:
+    """Names one node binds in its own scope (not those bound in a nested scope)."""
+    kind = type(node).__name__
+    targets: tuple = ()
+    if kind in ("Assign", "Delete"):
+        targets = node.targets  # type: ignore[attr-defined]
+    elif kind in ("AugAssign", "AnnAssign", "For", "Comprehension", "WithItem"):
+        targets = (node.target,)  # type: ignore[attr-defined]
+    elif kind in ("FunctionDef", "ClassDef", "ExceptHandler"):
+        if node.name:  # type: ignore[attr-defined]
+            yield node.name  # type: ignore[attr-defined]
+    elif kind in ("Import", "ImportFrom"):
+        for a in node.names:  # type: ignore[attr-defined]
+            yield a.asname or a.name.split(".")[0]
+    for t in targets:
+        if t is not None:
+            for name, _ in Translator.bound_names(t):
+                yield name
+
+
+def _scan(module: ast.Module) -> tuple[set[str], set[str]]:
+    """(every name bound anywhere in the script, names any `global`/`nonlocal` names)."""
+    bound: set[str] = set()
+    shared: set[str] = set()
+    stack: list[Any] = list(module.body)
+    while stack:
+        n = stack.pop()
+        if type(n) in (ast.Global, ast.Nonlocal):
+            shared.update(n.names)
+        elif type(n) is ast.Param:
+            bound.add(n.name)
+        bound.update(_binders(n))
+        stack.extend(n.children())
+    return bound, shared
+
+
+def _rebound(body: tuple) -> set[str]:
+    """Names a block binds in its own scope (nested functions and classes skipped)."""
+    out: set[str] = set()
+    stack: list[Any] = list(body)
+    while stack:
+        n = stack.pop()
+        out.update(_binders(n))
+        if isinstance(n, (ast.FunctionDef, ast.Lambda)) or type(n).__name__ == "ClassDef":
+            continue
+        stack.extend(n.children())
+    return out
 
 
 def _contains_yield(body: tuple) -> bool:
@@ -266,14 +329,25 @@ class Translator:
         self.ctx = _Ctx(False, False, False, False)
         self.tmp = 0
         self.unwatched: Span | None = None  # the assigned value's span (see assign_watched)
+        # Loop variables of `for i in range(...)` are known ints (no hooks, no size
+        # checks on `i % 7`) unless the script can rebind them behind the loop's back,
+        # or shadows the builtins; a REPL entry cannot see the earlier ones, so never.
+        self.int_sources: frozenset[str] = frozenset()
+        self.shared: set[str] = set()
+        if not options.interactive and options.watch != "all":  # "all": ints are watched too
+            bound, self.shared = _scan(module)
+            self.int_sources = frozenset(_INT_SOURCES) - bound
 
     # ------------------------------------------------------------ helpers
 
     @contextlib.contextmanager
-    def inside(self, **changes: bool) -> Iterator[None]:
-        """Translate a nested part (a function, class body, iterable) with `changes`."""
+    def inside(self, **changes: Any) -> Iterator[None]:
+        """Translate a nested part (a function, class body, iterable) with `changes`;
+        a new scope (`function` or `klass` given) knows no ints of the enclosing one."""
         saved = self.ctx
         fields = {k: getattr(saved, k) for k in _Ctx.__slots__}
+        if "function" in changes or "klass" in changes:
+            fields["ints"] = frozenset()
         fields.update(changes)
         self.ctx = _Ctx(**fields)
         try:
@@ -310,6 +384,52 @@ class Translator:
         else:
             cond = py.Compare(left=test, ops=[py.NotIn()], comparators=[_name("ad$TS")])
         return _at(py.IfExp(test=cond, body=_name(t), orelse=_call("ad$v", _name(t), k)), span)
+
+    def is_int(self, n: ast.Node) -> bool:
+        """Is `n` an int for certain: int literals and known-int names under + - * // %
+        and unary - + ~ (walked without recursion)?"""
+        ints = self.ctx.ints
+        if not ints:
+            return False
+        stack = [n]
+        while stack:
+            n = stack.pop()
+            kind = type(n)
+            if kind is ast.Name:
+                if n.id not in ints:  # type: ignore[attr-defined]
+                    return False
+            elif kind is ast.Constant:
+                if type(n.value) is not int:  # type: ignore[attr-defined]
+                    return False
+            elif kind is ast.BinOp and n.op in _INT_OPS:  # type: ignore[attr-defined]
+                stack += (n.left, n.right)  # type: ignore[attr-defined]
+            elif kind is ast.UnaryOp and n.op in "-+~":  # type: ignore[attr-defined]
+                stack.append(n.operand)  # type: ignore[attr-defined]
+            else:
+                return False
+        return True
+
+    def int_loop(self, s: ast.For) -> str | None:
+        """The loop variable of ``for i in range(...)`` (or ``for i, x in
+        enumerate(...)``) when it is an int everywhere in the body: the builtin is
+        not shadowed in the script, the body does not rebind the name, and no
+        ``global``/``nonlocal`` anywhere could rebind it from a call."""
+        it, target = s.iter, s.target
+        if type(it) is not ast.Call or type(it.func) is not ast.Name:
+            return None
+        source = it.func.id
+        if source not in self.int_sources or self.ctx.klass and not self.ctx.function:
+            return None
+        if source == "enumerate":
+            if type(target) not in (ast.TupleExpr, ast.ListExpr) or len(target.elts) != 2:  # type: ignore[attr-defined]
+                return None
+            target = target.elts[0]  # type: ignore[attr-defined]
+        if type(target) is not ast.Name:
+            return None
+        name = target.id
+        if name in self.shared or name in _rebound(s.body):
+            return None
+        return name
 
     def assigned(self, names: list, span: Span) -> list[py.stmt]:
         """The on_assign hook calls after binding `names` (a name, or (name, own span))."""
@@ -383,8 +503,11 @@ class Translator:
         keys = [self.expr(k) if k is not None else None for k in n.keys]
         return _at(py.Dict(keys=keys, values=[self.expr(v) for v in n.values]), n.span)
 
-    def binop(self, n: ast.BinOp, left: py.expr, right: py.expr) -> py.expr:
+    def binop(self, n: ast.BinOp, left: py.expr, right: py.expr, ints: bool = False) -> py.expr:
+        """`left op right`; with `ints` both are known ints: native, nothing to watch."""
         op = n.op
+        if ints:
+            return _at(py.BinOp(left=left, op=_BINOPS[op](), right=right), n.span)
         if op in _GUARDED and not self.small(n):
             if _is_number(n.right) and (not self.ctx.no_walrus or type(left) is py.Name):
                 # `i % 7`: a plain number on the left gives a plain number, no hook needed
@@ -444,9 +567,11 @@ class Translator:
             chain.append(chain[-1].left)  # type: ignore[arg-type]
         chain.reverse()
         acc = self.expr(chain[0].left)
+        ints = self.is_int(chain[0].left)  # so far an int for certain (each step once)
         if len(chain) <= _LONG_CHAIN:
             for b in chain:
-                acc = self.binop(b, acc, self.expr(b.right))
+                ints = ints and b.op in _INT_OPS and self.is_int(b.right)
+                acc = self.binop(b, acc, self.expr(b.right), ints)
             return acc
         # A long chain: (t := first, t := t + x1, t := t + x2, ...)[-1], shallow for CPython.
         t = self.temp()
@@ -462,7 +587,9 @@ class Translator:
             value = n.operand.value  # type: ignore[attr-defined]
             return _at(_const(-value if n.op == "-" else +value), n.span)
         node = _at(py.UnaryOp(op=_UNARY[n.op](), operand=self.expr(n.operand)), n.span)
-        return node if n.op == "not" else self.watched(node, n.span)
+        if n.op == "not" or n.op in "-+~" and self.is_int(n.operand):
+            return node
+        return self.watched(node, n.span)
 
     def e_BoolOp(self, n: ast.BoolOp) -> py.expr:
         op = py.And() if n.op == "and" else py.Or()
@@ -478,6 +605,8 @@ class Translator:
             comparators=[self.expr(c) for c in n.comparators],
         )
         node = _at(node, n.span)
+        if len(n.ops) == 1 and n.ops[0] in _INT_COMPARE:  # int against int: a bool
+            watch = watch and not (self.is_int(n.left) and self.is_int(n.comparators[0]))
         return self.watched(node, n.span) if watch else node
 
     def chain(self, n: ast.Compare) -> py.expr:
@@ -921,7 +1050,13 @@ class Translator:
     def s_For(self, s: ast.For) -> list[py.stmt]:
         header = stmt_span(s, self.src)
         names = self.bound_names(s.target)
-        body = self.loop_body(s.body, header)
+        known = self.int_loop(s)
+        if known is None:
+            body = self.loop_body(s.body, header)
+        else:  # an int is never watched: no hook after binding it, none on `i % 7`
+            names = [n for n in names if n[0] != known]
+            with self.inside(ints=self.ctx.ints | {known}):
+                body = self.loop_body(s.body, header)
         if self.has_attribute(s.target):
             tmp = self.temp()
             target: py.expr = _at(_name(tmp, py.Store()), s.target.span)
