@@ -703,7 +703,9 @@ class Builder:
             try:
                 return pyast.literal_eval(text)
             except (SyntaxError, ValueError) as exc:
-                raise self.error(f"invalid string literal: {exc.msg}", self.span(tok)) from None
+                # a lone surrogate (text read with surrogateescape) is a UnicodeEncodeError
+                why = exc.msg if isinstance(exc, SyntaxError) else getattr(exc, "reason", str(exc))
+                raise self.error(f"invalid string literal: {why}", self.span(tok)) from None
 
     def _token_pos(self, tok: Token, offset: int) -> tuple[int, int]:
         """Real (line, column) of character `offset` inside token `tok`."""

@@ -42,6 +42,10 @@ VARIABLE_LIMIT = 100_000
 EDGE = 3
 #: Nested lists deeper than this are cut (a list can contain itself in a script).
 _MAX_DEPTH = 64
+#: Items the lists inside one variable may write in all (the variable limit, this
+#: with `--full`): lists that share items (`l = [l, l]` doubled 40 times) would
+#: write 2**40 of them.
+_MAX_ITEMS = 10_000_000
 
 
 def _float(v: float) -> float | str:
@@ -247,7 +251,9 @@ def tensor_to_json(t: Tensor, limit: int | None = VARIABLE_LIMIT) -> dict[str, A
     }
 
 
-def value_to_json(v: Any, _depth: int = 0, *, limit: int | None = VARIABLE_LIMIT) -> Any:
+def value_to_json(
+    v: Any, _depth: int = 0, *, limit: int | None = VARIABLE_LIMIT, _left: list[int] | None = None
+) -> Any:
     """A script variable as SPEC §5 writes it.
 
     Tensors as objects, numbers/strings/bools/None plain, lists and tuples as
@@ -269,9 +275,13 @@ def value_to_json(v: Any, _depth: int = 0, *, limit: int | None = VARIABLE_LIMIT
     if isinstance(v, np.ndarray):
         return array_to_json(v, limit)
     if isinstance(v, (list, tuple)):
-        if _depth >= _MAX_DEPTH:
+        if _left is None:  # nested items this variable may still write (tests/fuzz/robust.py)
+            _left = [min(limit, _MAX_ITEMS) if limit is not None else _MAX_ITEMS]
+        elif _depth:
+            _left[0] -= len(v)
+        if _depth >= _MAX_DEPTH or _left[0] < 0:
             return {"type": "list" if isinstance(v, list) else "tuple"}
-        return [value_to_json(x, _depth + 1, limit=limit) for x in v]
+        return [value_to_json(x, _depth + 1, limit=limit, _left=_left) for x in v]
     return {"type": kind_of(v)}
 
 
