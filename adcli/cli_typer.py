@@ -199,6 +199,32 @@ def _budget_value(flag: str, text: str, parser: str) -> Any:
 
 _D = RunOptions()  # the defaults, so the help text and RunOptions never disagree
 
+# The budgets `run`, `graph` and `check` share (`adcli test` has its own defaults).
+_Timeout = Annotated[
+    str,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Stop the script after this much wall-clock time (0: no limit).",
+    ),
+]
+_MaxMemory = Annotated[
+    str,
+    typer.Option(
+        "--max-memory",
+        metavar="SIZE",
+        help="Memory the script may use, as 4G or 512M (0: no limit).",
+    ),
+]
+_InProcess = Annotated[
+    bool,
+    typer.Option(
+        "--in-process",
+        help="Run the script in adcli's own process, without the time and memory "
+        "budgets (for trusted scripts).",
+    ),
+]
+
 
 @app.command(no_args_is_help=False)
 def run(
@@ -313,22 +339,8 @@ def run(
             "with clickable nodes and a slider that steps through the backward pass.",
         ),
     ] = None,
-    timeout: Annotated[
-        str,
-        typer.Option(
-            "--timeout",
-            metavar="SECONDS",
-            help="Stop the script after this much wall-clock time (0: no limit).",
-        ),
-    ] = "60",
-    max_memory: Annotated[
-        str,
-        typer.Option(
-            "--max-memory",
-            metavar="SIZE",
-            help="Memory the script may use, as 4G or 512M (0: no limit).",
-        ),
-    ] = "4G",
+    timeout: _Timeout = "60",
+    max_memory: _MaxMemory = "4G",
     max_tensor_memory: Annotated[
         str,
         typer.Option(
@@ -337,14 +349,7 @@ def run(
             help="Memory all live tensors may hold together, as 1G or 512M (0: no limit).",
         ),
     ] = "1G",
-    in_process: Annotated[
-        bool,
-        typer.Option(
-            "--in-process",
-            help="Run the script in adcli's own process, without the time and memory "
-            "budgets (for trusted scripts).",
-        ),
-    ] = False,
+    in_process: _InProcess = False,
 ) -> None:
     """Run a script, printing a report of every backward pass.
 
@@ -583,11 +588,29 @@ def graph_command(
         bool,
         typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
     ] = False,
+    timeout: _Timeout = "60",
+    max_memory: _MaxMemory = "4G",
+    in_process: _InProcess = False,
 ) -> None:
-    """Run a script quietly, then draw the graph behind one of its tensors."""
+    """Run a script quietly, then draw the graph behind one of its tensors.
+
+    The script runs in a child process, as with `adcli run`: when it runs longer
+    than --timeout or needs more than --max-memory, or crashes, it is stopped
+    with a one-line error and exit status 1.
+    """
     from adcli.graphcmd import GraphOptions, UsageError, output_problem, resolve_format
 
-    options = GraphOptions(var=var, format=fmt, output=output, full=full, debug=debug, force=force)
+    options = GraphOptions(
+        var=var,
+        format=fmt,
+        output=output,
+        full=full,
+        debug=debug,
+        force=force,
+        timeout=_budget_value("--timeout", timeout, "parse_seconds"),
+        max_memory=_budget_value("--max-memory", max_memory, "parse_memory"),
+        in_process=in_process,
+    )
     try:
         resolve_format(options)
     except UsageError as exc:
@@ -672,6 +695,9 @@ def check_command(
         bool,
         typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
     ] = False,
+    timeout: _Timeout = "60",
+    max_memory: _MaxMemory = "4G",
+    in_process: _InProcess = False,
 ) -> None:
     """Check every gradient a script computes against finite differences.
 
@@ -682,6 +708,8 @@ def check_command(
     one-sided differences disagree (relu or abs at 0, clamp at a bound) a mismatch
     is a kink, not a failure. create_graph=True calls also get their second
     derivatives checked. Exit status 1 when a gradient fails or the script fails.
+    The script runs in a child process with the budgets of `adcli run`
+    (--timeout, --max-memory).
     """
     from adcli.gradcheck import CheckOptions
 
@@ -697,6 +725,9 @@ def check_command(
         color=False if no_color else None,
         debug=debug,
         call=call,
+        timeout=_budget_value("--timeout", timeout, "parse_seconds"),
+        max_memory=_budget_value("--max-memory", max_memory, "parse_memory"),
+        in_process=in_process,
     )
     if file != "-":
         _check_readable(file)

@@ -809,6 +809,11 @@ class CheckOptions:
     debug: bool = False
     display_name: str | None = None
     call: int | None = None  # check only the backward()/grad() call at this script line
+    # `check_path` runs the script in a child process with the budgets of `adcli run`
+    # (wall-clock seconds, bytes of memory; 0 or None: no limit), or here with `in_process`
+    timeout: float | None = 60.0
+    max_memory: int | None = 4 * 1024**3
+    in_process: bool = False
 
 
 def _compare(
@@ -1176,13 +1181,34 @@ def check_path(path: str, opts: CheckOptions) -> int:
     except ScriptUnreadable as e:
         sys.stderr.write(f"adcli: error: {e}\n")
         return 2
-    return check_text(text, opts.display_name or name, opts, sys.stdout, sys.stderr)
+    name = opts.display_name or name
+    from . import isolation
+
+    if opts.in_process or not isolation.available():
+        return check_text(text, name, opts, sys.stdout, sys.stderr)
+    from .runner import run_in_child
+
+    def body(out: IO[str], err: IO[str]) -> int:
+        code, out_of_memory = _check_text(text, name, opts, out, err)
+        return isolation.EXIT_OUT_OF_MEMORY if out_of_memory else code
+
+    timeout, memory = opts.timeout or 0, opts.max_memory or 0
+    return run_in_child(body, timeout, memory, sys.stdout, sys.stderr, debug=opts.debug)
 
 
 def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[str]) -> int:
     """Run script `text` quietly, check every gradient it computes, print the tables."""
+    return _check_text(text, name, opts, out, err)[0]
+
+
+def _check_text(
+    text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[str]
+) -> tuple[int, bool]:
+    """`check_text`, and whether the script failed for lack of memory (the budget)."""
     from .errors import format_diagnostic
+    from .isolation import deep_stack
     from .render.progress import Progress
+    from .runner import out_of_memory
     from .session import Hooks, Output, Session, SessionOptions
 
     progress = Progress(err)  # on a terminal, after a second: the script's output is muted
@@ -1192,7 +1218,8 @@ def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[s
         Output(lambda s: None, lambda s: None), hooks, SessionOptions(debug=opts.debug)
     )
     try:
-        with recording(), progress.phase("running the script"):
+        # room for values nested millions deep, as `adcli run`
+        with deep_stack(), recording(), progress.phase("running the script"):
             error, internal = session.run_guarded(text, name, debug=opts.debug)
     finally:
         session.close()
@@ -1202,7 +1229,8 @@ def check_text(text: str, name: str, opts: CheckOptions, out: IO[str], err: IO[s
     if internal is not None:
         err.write(f"adcli: internal error: {internal} (run with --debug for the traceback)\n")
     missed = opts.call is not None and not checker.checks  # --call LINE: no call there
-    return 1 if failed or missed or error is not None or internal is not None else 0
+    code = 1 if failed or missed or error is not None or internal is not None else 0
+    return code, out_of_memory(error, internal)
 
 
 def _fmt(v: float) -> str:

@@ -59,6 +59,11 @@ class GraphOptions:
     debug: bool = False
     display_name: str | None = None
     force: bool = False  # overwrite an existing output file (never through a symbolic link)
+    # `graph_path` runs the script in a child process with the budgets of `adcli run`
+    # (wall-clock seconds, bytes of memory; 0 or None: no limit), or here with `in_process`
+    timeout: float | None = 60.0
+    max_memory: int | None = 4 * 1024**3
+    in_process: bool = False
 
 
 class UsageError(Exception):
@@ -107,7 +112,19 @@ def graph_path(path: str, opts: GraphOptions) -> int:
     except ScriptUnreadable as e:
         sys.stderr.write(f"adcli: error: {e}\n")
         return 2
-    return graph_text(text, opts.display_name or name, opts, sys.stdout, sys.stderr, fmt=fmt)
+    name = opts.display_name or name
+    from . import isolation
+
+    if opts.in_process or not isolation.available():
+        return graph_text(text, name, opts, sys.stdout, sys.stderr, fmt=fmt)
+    from .runner import run_in_child
+
+    def body(out: IO[str], err: IO[str]) -> int:
+        code, out_of_memory = _graph_text(text, name, opts, out, err, fmt)
+        return isolation.EXIT_OUT_OF_MEMORY if out_of_memory else code
+
+    timeout, memory = opts.timeout or 0, opts.max_memory or 0
+    return run_in_child(body, timeout, memory, sys.stdout, sys.stderr, debug=opts.debug)
 
 
 def graph_text(
@@ -120,14 +137,22 @@ def graph_text(
     fmt: str | None = None,
 ) -> int:
     """Run script `text` quietly and draw the chosen graph to `out` (or opts.output)."""
-    from .errors import format_diagnostic
-
     if fmt is None:
         try:
             fmt = resolve_format(opts)
         except UsageError as e:
             err.write(f"adcli: error: {e}\n")
             return 2
+    return _graph_text(text, name, opts, out, err, fmt)[0]
+
+
+def _graph_text(
+    text: str, name: str, opts: GraphOptions, out: IO[str], err: IO[str], fmt: str
+) -> tuple[int, bool]:
+    """`graph_text`, and whether the script failed for lack of memory (the budget)."""
+    from .errors import format_diagnostic
+    from .runner import out_of_memory
+
     session, error, internal = _run(text, name, opts)
     code = 0
     if error is not None:
@@ -135,7 +160,14 @@ def graph_text(
         code = 1
     if internal is not None:
         err.write(f"adcli: internal error: {internal} (run with --debug for the traceback)\n")
-        return 1
+        return 1, out_of_memory(error, internal)
+    return _draw_target(session, error, code, opts, out, err, fmt), out_of_memory(error, None)
+
+
+def _draw_target(
+    session: Any, error: Any, code: int, opts: GraphOptions, out: IO[str], err: IO[str], fmt: str
+) -> int:
+    """Draw the graph the options name after the run; the exit status."""
     try:
         target = _target(session, opts.var)
     except UsageError as e:
@@ -242,11 +274,14 @@ def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None
     def ignore(_: str) -> None:
         return None
 
+    from .isolation import deep_stack
+
     hooks = Hooks(on_event=tracker.on_event)
     session = _Session(Output(ignore, ignore), hooks, SessionOptions(debug=opts.debug))
     session.tracker = tracker  # type: ignore[attr-defined]
     try:
-        error, internal = session.run_guarded(text, name, debug=opts.debug)
+        with deep_stack():  # room for values nested millions deep, as `adcli run`
+            error, internal = session.run_guarded(text, name, debug=opts.debug)
     finally:
         session.close()
     return session, error, internal

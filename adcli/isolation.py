@@ -7,15 +7,17 @@ script runs in a forked child, in a process group of its own, with
 waits with a wall-clock deadline and kills the child's whole group when it
 passes. Whatever the script does in one C-level step (a huge `in range(...)`,
 `math.factorial(10**7)`, an allocation, a segfault), the parent stays in
-control and says in one line why the script was stopped.
+control and says in one line why the script was stopped. A child dies with its
+parent (Linux), even when the parent is killed with SIGKILL.
 
 Output, three ways:
 
 - "inherit": the child writes to the parent's own stdout and stderr (their
   file descriptors), as produced, in order; `adcli run` on a terminal or a pipe;
-- "relay": the child sends each write as a frame (`o` or `e`, length, UTF-8) on
-  one pipe, and the parent writes it to its `out`/`err` stream objects, keeping
-  the order (streams without a file descriptor, such as a test runner's);
+- "relay": the child sends each write as a frame (`o` or `e`, length, UTF-8; `b`
+  and bytes for `out.buffer`) on one pipe, and the parent writes it to its
+  `out`/`err` stream objects, keeping the order (streams without a file
+  descriptor, such as a test runner's);
 - "capture": stdout and stderr go down one pipe and come back as one string
   (`adcli test`), at most `capture_limit` bytes of it.
 
@@ -35,6 +37,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -47,6 +50,7 @@ __all__ = [
     "parse_memory",
     "format_memory",
     "format_seconds",
+    "deep_stack",
     "STOPPED",
 ]
 
@@ -93,6 +97,7 @@ class Finished:
     reason: str | None = None
     output: str = ""
     seconds: float | None = None  # wall-clock time from fork to exit
+    peak_rss: int | None = None  # the child's largest resident set, bytes (None: unknown)
 
     @property
     def message(self) -> str | None:
@@ -164,6 +169,61 @@ def format_seconds(x: float) -> str:
     return f"{int(x)}" if x == int(x) else f"{x:g}"
 
 
+# ---------------------------------------------------------------- the C stack
+
+#: How far the C stack may grow while a script runs (a hard limit below it wins).
+DEEP_STACK = 16 * 1024**3
+#: The stack of each thread a child starts (the progress bar's, rich's refresher).
+THREAD_STACK = 8 * 1024**2
+
+_deep_stack_depth = 0
+
+
+@contextmanager
+def deep_stack() -> Iterator[None]:
+    """Let the C stack grow as far as the memory budget allows while the block runs.
+
+    Hashing, comparing or printing a tuple nested a million deep (`t = (t,)` in a
+    loop, then `{t: 1}`) recurses in C with no depth check: with the usual 8 MB
+    stack that is a segfault, with room a slow step the time and memory budgets
+    bound (found by tests/fuzz/robust.py). The limit is put back afterwards, so
+    programs started later (Graphviz's dot, a test runner's subprocesses) do not
+    inherit it: glibc sizes a new process's thread stacks from it. Nested uses
+    act once; a no-op where rlimits are missing.
+    """
+    global _deep_stack_depth
+    _deep_stack_depth += 1
+    restore = _raise_stack_limit() if _deep_stack_depth == 1 else None
+    try:
+        yield
+    finally:
+        _deep_stack_depth -= 1
+        if restore is not None:
+            restore()
+
+
+def _raise_stack_limit() -> Callable[[], None] | None:
+    """Raise RLIMIT_STACK's soft limit; the undo (None when nothing changed)."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        want = DEEP_STACK if hard == resource.RLIM_INFINITY else hard
+        if soft == resource.RLIM_INFINITY or soft >= want:
+            return None
+        resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+    except (ImportError, ValueError, OSError):  # not POSIX, or refused: keep the default
+        return None
+
+    def restore() -> None:
+        try:
+            resource.setrlimit(resource.RLIMIT_STACK, (soft, hard))
+        except (ValueError, OSError):  # pragma: no cover - lowering is always allowed
+            pass
+
+    return restore
+
+
 # ---------------------------------------------------------------- the child
 
 
@@ -183,6 +243,15 @@ def _set_limits(budget: Budget) -> None:
 
     limit(resource.RLIMIT_CORE, 0, 0)
     if budget.max_memory:
+        # glibc sizes a thread's stack from RLIMIT_STACK as it was when the process
+        # started: one started under a raised limit (`ulimit -s 16777216`) would
+        # ask 16 GiB per thread, more than the budget ("can't start new thread").
+        import threading
+
+        try:
+            threading.stack_size(THREAD_STACK)
+        except (ValueError, RuntimeError):  # pragma: no cover - a platform that refuses
+            pass
         # On top of what is mapped now (the interpreter, NumPy, BLAS buffers), so
         # the figure means the same whatever adcli itself happened to map.
         size = _mapped_bytes() + budget.max_memory
@@ -230,15 +299,70 @@ class _FdWriter:
     def encoding(self) -> str:
         return "utf-8"
 
+    @property
+    def buffer(self) -> _BinaryFdWriter:
+        """Bytes to the same place (`adcli graph --format png` to standard output)."""
+        return _BinaryFdWriter(self._fd, b"b" if self._tag == b"o" else self._tag)
+
+
+class _BinaryFdWriter:
+    """The binary side of an `_FdWriter`: bytes framed with tag `b` (relay) or raw."""
+
+    def __init__(self, fd: int, tag: bytes | None) -> None:
+        self._fd = fd
+        self._tag = tag
+
+    def write(self, data: bytes) -> int:
+        framed = bytes(data)
+        if self._tag is not None:
+            framed = self._tag + struct.pack("<I", len(framed)) + framed
+        view = memoryview(framed)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this child when its parent dies (Linux), so a parent
+    killed with SIGKILL (which it cannot catch to kill the group) leaves no script
+    running until its CPU budget. A no-op elsewhere.
+
+    The signal follows the parent's forking thread: adcli forks from its main
+    thread, which lives as long as the parent waits.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes  # NumPy imports it anyway: no cost to `adcli run`
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1  # <linux/prctl.h>
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return
+    except (ImportError, OSError, AttributeError):  # no ctypes, or no prctl
+        return
+    if os.getppid() != parent:  # the parent died between fork() and prctl()
+        os._exit(EXIT_CHILD_FAILED)
+
 
 def _child(
-    body: Body, budget: Budget, mode: str, wfd: int | None, debug: bool, prepare: Any
+    body: Body,
+    budget: Budget,
+    mode: str,
+    wfd: int | None,
+    debug: bool,
+    prepare: Any,
+    parent: int,
 ) -> None:
     """The forked child: isolate, limit, run `body`, exit. Never returns."""
     code = EXIT_CHILD_FAILED
     err: Any = sys.stderr
     try:
         os.setpgid(0, 0)  # a group of its own, so the parent can kill all of it
+        _die_with_parent(parent)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         # In its own group the child is not the terminal's foreground: let it write
@@ -315,6 +439,7 @@ class _Child:
     pending: bytes = b""  # relay: an incomplete frame
     reason: str | None = None
     status: int | None = None
+    peak_rss: int | None = None
     interrupted_at: float | None = None
     started: float = field(default_factory=time.monotonic)
 
@@ -328,11 +453,12 @@ def _start(job: _Job) -> _Child:
     rfd = wfd = None
     if job.mode != "inherit":
         rfd, wfd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (coverage does not follow it)
         if rfd is not None:
             os.close(rfd)
-        _child(job.body, job.budget, job.mode, wfd, job.debug, job.prepare)
+        _child(job.body, job.budget, job.mode, wfd, job.debug, job.prepare, parent)
     if wfd is not None:
         os.close(wfd)
     try:  # the parent sets the group too, so a kill right away reaches it
@@ -395,21 +521,38 @@ def _relay(child: _Child, data: bytes) -> None:
         if len(buf) - i - 5 < n:
             break
         tag = buf[i : i + 1]
-        text = buf[i + 5 : i + 5 + n].decode("utf-8", "surrogatepass")
+        payload = buf[i + 5 : i + 5 + n]
+        i += 5 + n
+        if tag == b"b":  # bytes for the binary side of `out`
+            _relay_bytes(job.out, payload)
+            continue
+        try:
+            text = payload.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:  # bytes written to err's `buffer`
+            text = payload.decode("utf-8", "replace")
         stream = job.out if tag == b"o" else job.err
         if stream is not None:
             if tag == b"e" and job.out is not None and job.out is not stream:
                 job.out.flush()
             stream.write(text)
             stream.flush()
-        i += 5 + n
     child.pending = buf[i:]
+
+
+def _relay_bytes(out: IO[str] | None, data: bytes) -> None:
+    """Write `data` to the binary side of `out` (its `buffer`), after its text."""
+    buffer = getattr(out, "buffer", None)
+    if out is None or buffer is None:
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 def _reap(child: _Child, block: bool) -> bool:
     """Collect the child's exit status; False when it is still running."""
     try:
-        pid, status = os.waitpid(child.pid, 0 if block else os.WNOHANG)
+        pid, status, usage = os.wait4(child.pid, 0 if block else os.WNOHANG)
     except ChildProcessError:
         child.status = child.status if child.status is not None else 0
         return True
@@ -417,6 +560,8 @@ def _reap(child: _Child, block: bool) -> bool:
         return False
     _kill(child)  # anything left in its group goes with it
     child.status = status
+    # ru_maxrss is in KiB on Linux, bytes on macOS
+    child.peak_rss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     return True
 
 
@@ -445,7 +590,7 @@ def _finish(child: _Child) -> Finished:
                 code = 1
     if child.interrupted_at is not None and reason is not None:
         reason, code = "interrupted (Ctrl-C)", 130
-    return Finished(code, reason, output, time.monotonic() - child.started)
+    return Finished(code, reason, output, time.monotonic() - child.started, child.peak_rss)
 
 
 def _signal_reason(sig: int, budget: Budget) -> str:

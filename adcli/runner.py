@@ -11,12 +11,21 @@ import io
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from typing import IO, Any
 
 from .errors import SCRIPT_ERROR, AdError, format_diagnostic
 from .options import RunOptions
 
-__all__ = ["RunOptions", "run_path", "capture", "run_text", "run_streams", "run_isolated"]
+__all__ = [
+    "RunOptions",
+    "run_path",
+    "capture",
+    "run_text",
+    "run_streams",
+    "run_isolated",
+    "run_in_child",
+]
 
 
 class _Streams:
@@ -114,36 +123,66 @@ def run_isolated(text: str, name: str, options: RunOptions, out: IO[str], err: I
     if width is None and _isatty(out):
         width = options.resolve_width(out)
     options = replace(options, color=options.use_color(out), width=width)
-    budget = isolation.Budget(
-        timeout=options.timeout or None, max_memory=options.max_memory or None
-    )
-    direct = (
-        out is sys.stdout and err is sys.stderr and isolation.has_fd(out) and isolation.has_fd(err)
-    )
 
     def body(child_out: IO[str], child_err: IO[str]) -> int:
         code, out_of_memory = run_streams(text, name, options, child_out, child_err)
         return isolation.EXIT_OUT_OF_MEMORY if out_of_memory else code
 
+    def json_error(message: str) -> None:
+        from .render.jsonout import dumps
+
+        error = {"kind": "LimitError", "message": message, "line": None, "column": None}
+        error["notes"] = []
+        obj = {"ok": False, "stdout": "", "variables": {}, "events": [], "warnings": []}
+        obj["error"] = error
+        _write_safely(out, dumps(obj) + "\n")
+
+    return run_in_child(
+        body,
+        options.timeout,
+        options.max_memory,
+        out,
+        err,
+        debug=options.debug,
+        before_stop=json_error if options.json else None,
+    )
+
+
+def run_in_child(
+    body: Callable[[IO[str], IO[str]], int],
+    timeout: float,
+    max_memory: int,
+    out: IO[str],
+    err: IO[str],
+    *,
+    debug: bool = False,
+    before_stop: Callable[[str], None] | None = None,
+) -> int:
+    """Run `body(out, err)` (returning an exit status, or `isolation.EXIT_OUT_OF_MEMORY`)
+    in a child process with these budgets (0: none) and return its exit status; what
+    `adcli run`, `graph` and `check` share. The child writes to `out`/`err` directly
+    when they are this process's real stdout and stderr, else through the parent.
+    A budget that runs out, or a crash, ends in one `adcli: error:` line and exit 1
+    (`before_stop(message)` first, for --json's object)."""
+    from . import isolation
+
+    budget = isolation.Budget(timeout=timeout or None, max_memory=max_memory or None)
+    direct = (
+        out is sys.stdout and err is sys.stderr and isolation.has_fd(out) and isolation.has_fd(err)
+    )
     result = isolation.run_isolated(
         body,
         budget,
         mode="inherit" if direct else "relay",
         out=out,
         err=err,
-        debug=options.debug,
+        debug=debug,
         prepare=_preload,
     )
-    if result.reason is None:
+    if result.reason is None or result.message is None:
         return result.code
-    if options.json:
-        from .render.jsonout import dumps
-
-        error = {"kind": "LimitError", "message": result.message, "line": None, "column": None}
-        error["notes"] = []
-        obj = {"ok": False, "stdout": "", "variables": {}, "events": [], "warnings": []}
-        obj["error"] = error
-        _write_safely(out, dumps(obj) + "\n")
+    if before_stop is not None:
+        before_stop(result.message)
     _write_safely(err, f"adcli: error: {result.message}\n")
     return result.code
 
@@ -177,10 +216,14 @@ def run_streams(
     text: str, name: str, options: RunOptions, out: IO[str], err: IO[str]
 ) -> tuple[int, bool]:
     """Run `text` to the given streams, ending quietly when the reader goes away;
-    (exit status, whether it ran out of memory)."""
+    (exit status, whether it ran out of memory). The C stack gets room for values
+    nested millions deep while it runs (`isolation.deep_stack`)."""
+    from .isolation import deep_stack
+
     streams = _Streams(_PipeGuard(out), _PipeGuard(err))  # type: ignore[arg-type]
     try:
-        return _run(text, name, options, streams)
+        with deep_stack():
+            return _run(text, name, options, streams)
     except _OutputClosed:
         _silence_stdout()
         return SCRIPT_ERROR, False
@@ -291,7 +334,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
             if json_mode:
                 _write_internal_error(session, internal, streams, stdout_parts, collected)
             session.dispose()
-            return SCRIPT_ERROR, internal == "MemoryError" or "_ArrayMemoryError" in internal
+            return SCRIPT_ERROR, out_of_memory(None, internal)
     finally:
         gc.set_threshold(*gc_thresholds)
         engine.record_trace = True
@@ -308,12 +351,20 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
         if problem is not None:
             err(f"adcli: error: {problem}\n")
             page_failed = True
-    out_of_memory = error is not None and _out_of_memory(getattr(error, "original", None))
     try:
         code = _finish(session, error, options, streams, stdout_parts, collected)
-        return (SCRIPT_ERROR if page_failed else code), out_of_memory
+        return (SCRIPT_ERROR if page_failed else code), out_of_memory(error, None)
     finally:
         session.dispose()
+
+
+def out_of_memory(error: AdError | None, internal: str | None) -> bool:
+    """Whether a run that ended with `error` (or adcli's own failure `internal`, the
+    name and message of the exception) failed for lack of memory: the budget, not
+    one of adcli's size limits."""
+    if internal is not None:
+        return internal == "MemoryError" or "_ArrayMemoryError" in internal
+    return error is not None and _out_of_memory(getattr(error, "original", None))
 
 
 def _out_of_memory(exc: BaseException | None) -> bool:

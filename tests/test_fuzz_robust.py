@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from adcli import isolation
-from tests.fuzz.robust import Verdict, classify, fuzz, run_cli
+from tests.fuzz.robust import Program, Verdict, classify, fuzz, run_cli, run_one
 
 pytestmark = pytest.mark.skipif(not isolation.available(), reason="needs fork and rlimits")
 
@@ -80,3 +80,42 @@ def test_json_output_must_be_one_located_object() -> None:
     unlocated = '{"ok": false, "error": {"kind": "TypeError", "line": null, "column": null}}'
     assert classify(unlocated, 1, None, 0.1, 5.0, True).bad
     assert classify("not json", 1, None, 0.1, 5.0, True).bad
+
+
+# Shrunk cases the long campaign found, each fixed; they must stay fixed.
+REGRESSIONS: list[tuple[str, str]] = [
+    # hashing a tuple nested a million deep overflowed the 8 MB C stack (SIGSEGV);
+    # the run now gives the stack room (adcli.isolation.deep_stack)
+    ("deep_tuple_key", "t = ()\nfor i in range(10**6):\n    t = (t,)\nd = {t: 1}\nprint(len(d))\n"),
+    # a lone surrogate in a string literal (stdin read with surrogateescape, run_text)
+    # was an internal error: AttributeError: 'UnicodeEncodeError' has no 'msg'
+    ("surrogate_in_string", 'x = 1\ns = "a\ud800b"\nprint(s)\n'),
+    ("surrogate_in_docstring", 'def f():\n    """T\udfffwo"""\n    return 1\n'),
+]
+
+
+@pytest.mark.parametrize("text", [t for _, t in REGRESSIONS], ids=[n for n, _ in REGRESSIONS])
+@pytest.mark.parametrize("quiet", [True, False])
+def test_campaign_findings_stay_fixed(text: str, quiet: bool) -> None:
+    verdict = run_one(Program("regression", "fixed", text, quiet=quiet), TIMEOUT)
+    assert not verdict.bad, verdict
+
+
+def test_a_lone_surrogate_in_a_string_is_a_located_syntax_error() -> None:
+    from adcli.errors import ScriptSyntaxError
+    from adcli.lang.parser import parse
+    from adcli.source import Source
+
+    with pytest.raises(ScriptSyntaxError) as info:
+        parse(Source("x.ad", 'x = 1\ns = "a\ud800b"\n'))
+    assert info.value.message == "invalid string literal: surrogates not allowed"
+    assert (info.value.span.line, info.value.span.column) == (2, 5)
+
+
+def test_json_variables_of_lists_sharing_items_are_bounded() -> None:
+    """`--json` wrote the variable `l = [l, l]` (doubled 40 times) item by item, 2**40
+    of them, until the time budget stopped it; the lists inside a variable now write
+    at most the variable limit of items, the rest as {"type": "list"}."""
+    text = "l = []\nfor i in range(40):\n    l = [l, l]\nprint(len(l))\n"
+    verdict = run_one(Program("regression", "fixed", text, json=True), TIMEOUT)
+    assert verdict == Verdict("clean"), verdict
