@@ -233,6 +233,10 @@ STEPS = [
     ("l = []\nfor i in range(40):\n    l = (l, l)\ns = '%s' % (l,)\n", "text of a nested tuple"),
     ("l = []\nfor i in range(40):\n    l = [l, l]\ns = '{}'.format(l)\n", "text of a nested list"),
     ("l = []\nfor i in range(40):\n    l = [l, l]\ns = f'{l:}'\n", "text of a nested list"),
+    # a field without a spec, and a conversion before a spec, check as str() does
+    ("l = []\nfor i in range(40):\n    l = [l, l]\ns = f'{l}'\n", "text of a nested list"),
+    ("l = []\nfor i in range(40):\n    l = (l, l)\ns = f'{l!r}'\n", "text of a nested tuple"),
+    ("l = []\nfor i in range(40):\n    l = [l, l]\ns = f'{l!s:>5}'\n", "text of a nested list"),
     (
         "l = []\nfor i in range(40):\n    l = [l, l]\ns = sorted([l, [l]])\n",
         "sorted() of nested items",

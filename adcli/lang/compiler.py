@@ -23,7 +23,8 @@ script's globals (see `adcli.lang.evaluator`). What each construct becomes:
   interrupts are never caught, host errors match by kind) and ``e =
   ad$shown(...)``; ``finally`` bodies are skipped for limits (``ad$fin()``).
 - ``import m``: ``m = ad$import('m', True)``; ``with c``: ``with ad$cm(c)``;
-  ``f'{x:{w}}'``: ``ad$fmt(x, None, spec)`` (bounded widths).
+  ``f'{x:{w}}'``: ``ad$fmt(x, None, spec)`` (bounded widths); ``f'{x}'``:
+  ``ad$fv(x)`` (the text of a nested container is bounded, as ``str(x)``).
 - ``def``/``lambda`` are decorated with ``ad$fn`` and ``class C(B)`` with
   ``ad$class`` (first), its bases checked by ``ad$bases``; a class body may
   define only the dunder methods the guard allows, and bind no other dunder.
@@ -485,6 +486,8 @@ class Translator:
         value = self.expr(f.value)
         conv = {"r": 114, "s": 115, "a": 97}.get(f.conversion or "", -1)
         if f.spec is None:
+            if not isinstance(f.value, ast.Constant):  # `str(l)`'s check of nested text
+                value = _at(_call("ad$fv", value), f.span)
             return _at(py.FormattedValue(value=value, conversion=conv, format_spec=None), f.span)
         spec = self.e_FString(f.spec)
         call = _at(_call("ad$fmt", value, _const(f.conversion), spec), f.span)

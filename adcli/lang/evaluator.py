@@ -547,6 +547,10 @@ class Interpreter:
         def fmt(value: Any, conversion: str | None, spec: str) -> str:
             return format_field(value, conversion, spec, guards)
 
+        def field(value: Any) -> Any:
+            guards.check_repr(value)  # a field without a spec: text bounded as str()'s
+            return value
+
         def fstring(text: str) -> str:
             if len(text) > guards.max_seq:
                 raise guards.too_long(len(text), "f-string")
@@ -592,6 +596,7 @@ class Interpreter:
             "ad$bases": bases,
             "ad$class": mark_class,
             "ad$fmt": fmt,
+            "ad$fv": field,
             "ad$import": self._import_stmt,
             "ad$from": self._import_from,
             "ad$star": self._import_star,

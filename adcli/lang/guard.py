@@ -1172,7 +1172,9 @@ def context_manager(obj: Any) -> Any:
 
 
 def format_field(value: Any, conversion: str | None, spec: str, guards: Guards) -> str:
-    """An f-string field with a format spec, after checking the spec."""
+    """An f-string field with a format spec, after checking the spec (and, before a
+    ``!r``/``!s`` conversion makes it, the length of the value's text)."""
+    guards.check_repr(value)
     return guards.format_value(_conversion(value, conversion), spec)
 
 
