@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins as _py
 import math
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -1442,6 +1443,31 @@ def permute(a: Tensor, *dims: Any) -> Tensor:
             f"to len(dims) = {len(d)}"
         )
     return _view_of(a, F.Permute.apply(a, dims=tuple(_norm_dim(x, nd) for x in d)))
+
+
+def movedim(a: Tensor, source: Any, destination: Any) -> Tensor:
+    """The `source` dims moved to the `destination` positions, the others keeping their
+    order: a permute (PyTorch's grad_fn is PermuteBackward0 too)."""
+    nd = a.data_.ndim
+    src = list(source) if isinstance(source, (list, tuple)) else [source]
+    dst = list(destination) if isinstance(destination, (list, tuple)) else [destination]
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({src} dims) should "
+            f"contain the same number of dims as destination ({dst} dims)"
+        )
+    src = [_norm_dim(operator.index(d), nd) for d in src]
+    dst = [_norm_dim(operator.index(d), nd) for d in dst]
+    for name, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+    order = [d for d in range(nd) if d not in src]
+    for to, frm in sorted(zip(dst, src, strict=True)):
+        order.insert(to, frm)
+    return _view_of(a, F.Permute.apply(a, dims=tuple(order)))
+
+
+moveaxis = movedim
 
 
 def squeeze(a: Tensor, dim: Any = None) -> Tensor:
@@ -2893,9 +2919,9 @@ TENSOR_METHODS = (
     "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign floor ceil round clamp clip "
     "neg negative reciprocal square pow add sub mul div true_divide matmul mm mv dot outer "
     "sum mean prod max min amax amin argmax argmin norm logsumexp var std cumsum view "
-    "reshape flatten ravel transpose swapaxes t permute squeeze unsqueeze expand expand_as "
-    "repeat flip split chunk unbind narrow select diagonal as_strided gather masked_fill "
-    "softmax log_softmax "
+    "reshape flatten ravel transpose swapaxes t permute movedim moveaxis squeeze unsqueeze "
+    "expand expand_as repeat flip split chunk unbind narrow select diagonal as_strided gather "
+    "masked_fill softmax log_softmax "
     "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
     "logical_not bmm addmm floor_divide remainder"
 ).split()

@@ -42,8 +42,8 @@ FUNCTIONS: dict[str, str] = {
         "reciprocal neg negative logical_not isnan isinf isfinite clone ravel t sum mean prod "
         "max min amax amin argmax argmin all any norm logsumexp var std cumsum softmax "
         "log_softmax transpose flatten squeeze unsqueeze narrow select diagonal as_strided "
-        "gather masked_fill chunk unbind flip round clamp clip permute reshape "
-        "zeros_like ones_like full_like randn_like rand_like "
+        "gather masked_fill chunk unbind flip round clamp clip permute movedim moveaxis "
+        "reshape zeros_like ones_like full_like randn_like rand_like "
         "abs_ exp_ log_ log1p_ sqrt_ sin_ cos_ tan_ tanh_ sigmoid_ relu_ floor_ ceil_ "
         "square_ reciprocal_ neg_ negative_ round_ clamp_ clip_",
         "input",
