@@ -1,4 +1,5 @@
-"""The Python modules a script may import besides torch: `math`, `random`, `numpy`.
+"""The Python modules a script may import besides torch: `math`, `random`, `numpy`,
+and the parts of `functools` and `collections` tutorials use.
 
 Each is a table of curated members (adcli.lang.host.Namespace is built from it).
 `math` is Python's own, with the functions whose cost grows with their
@@ -11,6 +12,7 @@ that seed; `numpy` is adcli/numpy_api.py.
 
 from __future__ import annotations
 
+import functools
 import math
 import random as _random
 from collections.abc import Iterable
@@ -19,6 +21,7 @@ from typing import Any
 from . import numpy_api
 from .errors import LimitError
 from .lang import guard
+from .lang.host import MODULE_HINTS
 
 __all__ = ["UNSUPPORTED_MODULES", "module_tables", "unsupported_module"]
 
@@ -139,13 +142,61 @@ def typing_table() -> dict[str, Any]:
     return {name: _Hint(name) for name in names}
 
 
+def _reduce(function: Any, iterable: Iterable[Any], *initial: Any) -> Any:
+    """functools.reduce, as a bounded loop (a C-level reduce over an endless iterable
+    would never reach the step budget)."""
+    if len(initial) > 1:
+        raise TypeError(f"reduce expected at most 3 arguments, got {2 + len(initial)}")
+    items = iter(iterable)
+    if initial:
+        total = initial[0]
+    else:
+        try:
+            total = next(items)
+        except StopIteration:
+            raise TypeError("reduce() of empty iterable with no initial value") from None
+    for i, x in enumerate(items):
+        if i >= _MAX_ITEMS:
+            raise LimitError(f"functools.reduce over more than {_MAX_ITEMS:,} items")
+        total = function(total, x)
+    return total
+
+
+_reduce.__name__ = _reduce.__qualname__ = "reduce"
+
+
+def functools_table() -> dict[str, Any]:
+    """`functools`: partial (its attributes stay unreadable) and reduce."""
+    return {"partial": functools.partial, "reduce": _reduce}
+
+
+def collections_table() -> dict[str, Any]:
+    """`collections`: OrderedDict (nn.Sequential takes one to name its layers)."""
+    from .nn.module import OrderedDict
+
+    return {"OrderedDict": OrderedDict}
+
+
+#: modules adcli has in part -> what the members it lacks should use instead
+PARTIAL_MODULE_HINTS = {
+    "functools": "adcli has functools.partial and functools.reduce; use def and lambda",
+    "collections": "adcli has collections.OrderedDict; use dict and dict.setdefault",
+}
+
+
 def module_tables() -> dict[str, dict[str, Any]]:
     """Each module's members, by dotted name (merged into torchapi.module_table()),
     without the random generators (`per_run_tables`)."""
     guard.ATTRIBUTE_READERS.update(numpy_api.ATTRIBUTE_READERS)
     guard.TYPE_PROXIES.update(numpy_api.TYPE_PROXIES)
     tables = numpy_api.module_tables()
-    tables.update(math=math_table(), typing=typing_table())
+    tables.update(
+        math=math_table(),
+        typing=typing_table(),
+        functools=functools_table(),
+        collections=collections_table(),
+    )
+    MODULE_HINTS.update(PARTIAL_MODULE_HINTS)
     tables["torch"] = {"from_numpy": numpy_api.from_numpy}
     return tables
 
@@ -185,9 +236,7 @@ UNSUPPORTED_MODULES: dict[str, str] = {
     "time": "timing is not available: adcli scripts print the same output on every run",
     "datetime": "timing is not available: adcli scripts print the same output on every run",
     "tqdm": "progress bars are not available: print the loss every few steps instead",
-    "collections": "use dict (insertion-ordered, as OrderedDict) and dict.setdefault",
     "itertools": "use for loops, zip, enumerate and range",
-    "functools": "use def and lambda",
     "copy": "use tensor.clone() for tensors and list(x) or dict(x) for containers",
 }
 

@@ -28,6 +28,7 @@ from .autograd.engine import BackwardEvent
 from .autograd.node import SavedTensorError
 from .autograd.tensor import Tensor
 from .errors import AdError
+from .lang.compiler import _script_name
 from .lang.host import MODULE_HINTS, Host, Limits, Namespace
 from .lang.parser import parse
 from .provenance import Label
@@ -212,6 +213,9 @@ class Session:
             graph=Builtin("graph", self._graph),
             formula=Builtin("formula", self._formula),
         )
+        # a script is the main program, so `if __name__ == "__main__":` runs its body
+        # (compiled scripts read dunder names under their renamed form)
+        names[_script_name("__name__")] = "__main__"
         return names
 
     def _import(self, dotted: str) -> Any:

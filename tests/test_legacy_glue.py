@@ -93,6 +93,7 @@ def test_numpy_escape_attempts_fail(script: str, message: str) -> None:
         ("import math\nmath.prod([2**60] * 10**5)\n", "LimitError: integer result"),
         ("import random\nrandom.choices([1], k=10**9)\n", "LimitError: random.choices"),
         ("import random\nrandom.getrandbits(10**9)\n", "LimitError"),
+        ("from functools import reduce\nreduce(max, range(10**9))\n", "LimitError"),
     ],
 )
 def test_glue_is_bounded(script: str, message: str) -> None:
@@ -220,6 +221,26 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
         (
             "import torch\nx = torch.ones(1)\nx.cuda()\n",
             "AssertionError: Torch not compiled with CUDA enabled",
+        ),
+        (
+            "from functools import lru_cache\n",
+            "adcli does not support functools.lru_cache: adcli has functools.partial and functools.reduce; use def and lambda",
+        ),
+        (
+            "import collections\ncollections.namedtuple('P', 'x y')\n",
+            "adcli does not support collections.namedtuple: adcli has collections.OrderedDict; use dict",
+        ),
+        (
+            "import functools\nimport torch\nfunctools.partial(torch.add, alpha=2).func\n",
+            "SandboxError: attribute 'func' of 'partial' objects is not available in adcli scripts",
+        ),
+        (
+            "import torch\ntorch.nn.Sequential(torch.nn.ReLU()).relu\n",
+            "AttributeError: 'Sequential' object has no attribute 'relu'",
+        ),
+        (
+            "import torch\ntorch.nn.Linear(1, 1)._parameters\n",
+            "attribute '_parameters' is not available",
         ),
         (
             "print(open)\n",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd import ops
+from ..lang import guard
 from . import activation, containers, init, layers, loss, utils
 from .module import Module
 from .parameter import Parameter
@@ -59,9 +60,25 @@ INIT_NAMES = (
 ).split()
 
 
+def _read_attribute(module: Module, name: str) -> Any:
+    """`layer.name` for adcli's own layers: their declared attributes, and what was
+    registered under a name a script chose (an OrderedDict given to nn.Sequential,
+    add_module, register_buffer), as PyTorch's Module.__getattr__ finds them."""
+    t = type(module)
+    if name in t.__ad_attrs__:
+        return getattr(module, name)
+    d = module.__dict__
+    for registry in ("_parameters", "_buffers", "_modules"):
+        reg = d.get(registry)
+        if reg is not None and name in reg:
+            return reg[name]
+    raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'", name=name, obj=module)
+
+
 def tables() -> dict[str, dict[str, Any]]:
     """The members of torch.nn, torch.nn.init, torch.nn.utils, torch.nn.parameter and
     the new torch.nn.functional names, by dotted module name."""
+    guard.ATTRIBUTE_READERS.update(dict.fromkeys(MODULE_CLASSES, _read_attribute))
     nn: dict[str, Any] = {cls.__name__: cls for cls in MODULE_CLASSES}
     nn.update(
         Parameter=Parameter,
