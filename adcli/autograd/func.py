@@ -610,11 +610,10 @@ def vmap(
 
 
 def functional_call(module: Any, *args: Any, **kwargs: Any) -> Any:
-    """Not supported yet: say so."""
-    raise NotImplementedError(
-        "adcli does not support torch.func.functional_call yet; call the module itself, "
-        "or write the model as a function of its parameters and use torch.func.grad"
-    )
+    """torch.func.functional_call (adcli/nn/stateless.py: nn depends on this package)."""
+    from ..nn.stateless import functional_call as call
+
+    return call(module, *args, **kwargs)
 
 
 def module_members() -> dict[str, Any]:
