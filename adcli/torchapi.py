@@ -34,7 +34,7 @@ from .autograd.tensor import Size, Tensor
 TORCH_OPS = (
     "tensor as_tensor zeros ones empty full eye arange linspace zeros_like ones_like full_like "
     "add sub mul div true_divide pow neg negative exp log log1p sqrt abs sin cos tan tanh "
-    "sigmoid relu clamp clip sign floor ceil round square reciprocal where maximum minimum "
+    "sigmoid relu clamp clip sign sgn floor ceil round square reciprocal where maximum minimum "
     "sum mean prod max min amax amin argmax argmin norm dot mv mm matmul outer ger transpose "
     "swapaxes t permute movedim moveaxis reshape flatten ravel squeeze unsqueeze expand_as cat "
     "concat concatenate stack split chunk unbind narrow select diagonal as_strided gather "

@@ -19,7 +19,7 @@ import numpy as np
 from . import grad_mode
 from .config import config
 from .node import AccumulateGrad, Freed, Function, Node
-from .tensor import Size, Tensor
+from .tensor import ZERO_IMMUTABLE, Size, Tensor, ZeroCounter
 
 
 @dataclass
@@ -325,7 +325,10 @@ def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
     if cur is None:
         buf[i] = g
     elif not (cur._requires_grad or g._requires_grad) and cur.data_.dtype == g.data_.dtype:
-        buf[i] = Tensor._make(cur.data_ + g.data_)  # no graph to record: add the arrays
+        if type(cur._vc) is ZeroCounter:
+            buf[i] = g  # PyTorch's buffer adds to an efficient zero out of place: g as is
+        else:  # no graph to record: add the arrays (PyTorch adds in place: a zero g is +0)
+            buf[i] = Tensor._make(cur.data_ + g.data_)
     else:
         buf[i] = cur + g
 
@@ -594,6 +597,8 @@ def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
                 t._grad = Tensor._make(g.data_.copy())
         elif create_graph:
             t._grad = t._grad + g
+        elif type(g._vc) is ZeroCounter:  # added out of place: the sum is .grad's values
+            t._grad = Tensor._make(t._grad.data_.copy())
         else:
             t._grad = Tensor._make(t._grad.data_ + g.data_)
 
@@ -611,7 +616,13 @@ def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         _apply_count_error(node, outs)
     if anomaly_check is not None:  # see the note at `anomaly_check` above
         anomaly_check(node, outs)
-    if node.pre_hooks:
+    if node.pre_hooks and any(h[0] == "post" for h in node.pre_hooks):
+        # PyTorch reduces and casts the gradients to the inputs' shapes and dtypes
+        # before the node's post hooks see them
+        outs = [
+            g if g is None or meta is None else _fit(g, meta)
+            for g, meta in zip(outs, node.in_meta, strict=False)
+        ]
         outs = _post_hooks(node, outs, grads)
     return outs
 
@@ -633,6 +644,8 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
             from . import ops
 
             var._grad = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
+        elif type(g._vc) is ZeroCounter and not create_graph:
+            var._grad = g.detach()  # PyTorch takes the new gradient itself: an efficient zero
         else:
             var._grad = Tensor._make(np.array(g.data_, copy=True))
     elif create_graph:
@@ -640,7 +653,9 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
     else:
         # Without create_graph PyTorch adds in place (grad mode is off): .grad stays the
         # same tensor, with its flags (a grad_fn from an earlier create_graph pass, a
-        # requires_grad_() the script set).
+        # requires_grad_() the script set); an efficient zero there refuses it.
+        if type(var._grad._vc) is ZeroCounter:
+            raise RuntimeError(ZERO_IMMUTABLE)
         dst = var._grad.data_
         if dst.flags.writeable and dst.dtype == g.data_.dtype:
             dst += g.data_

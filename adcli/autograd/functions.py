@@ -18,7 +18,7 @@ import numpy as np
 from . import kernels32, ops
 from .node import Function
 from .summation import torch_mean, torch_sum
-from .tensor import OVERLAP_MESSAGE, Tensor
+from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
 
 # Binary operands arrive already promoted by ops.py; `_d` reads an operand's
 # array cast to the op's computation dtype.  Add, Sub, Mul and Div may also get a
@@ -37,9 +37,14 @@ def _ones_like(t: Tensor) -> Tensor:
     return Tensor._make(np.ones(t.data_.shape, t.data_.dtype))
 
 
-def _keep(ctx: Function, *arrays: Any) -> None:
+def _keep(ctx: Function, *arrays: Any, kept: tuple[Tensor, ...] = ()) -> None:
     """Save index/mask arrays the way PyTorch saves them: as saved tensors, freed by a
-    backward without retain_graph (so a second backward fails as in PyTorch)."""
+    backward without retain_graph (so a second backward fails as in PyTorch). `kept`:
+    the script's tensors the arrays came from, saved instead, so that changing one in
+    place makes the backward fail as in PyTorch."""
+    if kept:
+        ctx.save(*kept)
+        return
     ctx.save(*[Tensor._make(np.asarray(a)) for a in arrays if isinstance(a, np.ndarray)])
 
 
@@ -608,10 +613,10 @@ class Abs(Function):
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
-        return (g * ops.sign(a),)
+        return (g * ops.sgn(a),)
 
     def jvp(ctx, ts, xs, r):
-        return ts[0] * ops.sign(xs[0])
+        return ts[0] * ops.sgn(xs[0])
 
 
 class Sin(Function):
@@ -1156,17 +1161,37 @@ class _ZeroGrad(Function):
         return _zeros_like(r)
 
 
+def _sign_values(x: np.ndarray) -> np.ndarray:
+    if x.dtype == np.bool_:
+        return x.copy()
+    # PyTorch's sign is (0 < x) - (x < 0): 0 for NaN, +0 for -0
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
 class Sign(_ZeroGrad):
     """sign(a)"""
 
     grad_fn_name = "SignBackward0"
 
     def forward(ctx, a):
-        x = a.data_
-        if x.dtype == np.bool_:
-            return x.copy()
-        # PyTorch's sign is (0 < x) - (x < 0): 0 for NaN, +0 for -0
-        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+        return _sign_values(a.data_)
+
+
+class Sgn(Function):
+    """sgn(a): sign(a) for real numbers, with an efficient zero as gradient"""
+
+    grad_fn_name = "SgnBackward0"
+
+    def forward(ctx, a):
+        return _sign_values(a.data_)
+
+    def backward(ctx, g):
+        # PyTorch's sgn_backward for real inputs: a ZeroTensor, which the engine skips
+        # when it adds gradients and which `*` and views pass on (see tensor.ZeroCounter)
+        return (efficient_zero(g.data_.shape, g.data_.dtype),)
+
+    def jvp(ctx, ts, xs, r):
+        return efficient_zero(r.data_.shape, r.data_.dtype)
 
 
 class Floor(_ZeroGrad):
@@ -1584,6 +1609,10 @@ class Norm(Function):
             out = np.sum(ax, axis=dims, keepdims=keepdim)
         elif p == 2:
             out = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
+        elif x.dtype == np.float32:
+            # nearest PyTorch's float32 kernel: |x|^p rounded once, then powf
+            acc = np.sum(kernels32.rounded(lambda v: v**p, ax), axis=dims, keepdims=keepdim)
+            out = kernels32.powf(np.asarray(acc, x.dtype), 1.0 / p)
         else:
             out = np.sum(ax**p, axis=dims, keepdims=keepdim) ** (1.0 / p)
         return np.asarray(out, x.dtype)
@@ -1610,7 +1639,7 @@ def _norm_backward(ctx: Function, g: Tensor, a: Tensor, r: Tensor) -> Tensor:
     p = ctx.p
     g = _unreduce(g, ctx.shape, dims, ctx.keepdim)
     if p == 1:
-        return ops.sign(a) * g
+        return ops.sgn(a) * g
     r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
     if p == 2:
         # PyTorch: g * (a / r), 0 where the norm is 0 (the sign is g's)
@@ -1619,11 +1648,11 @@ def _norm_backward(ctx: Function, g: Tensor, a: Tensor, r: Tensor) -> Tensor:
         # the extreme elements, or the NaNs (a NaN's sign is 0: its share vanishes)
         absolute = ops.abs(a)
         mask = ops.to_dtype((absolute == r) | ops.isnan(absolute), a.data_.dtype)
-        return ops.sign(a) * ((g / ops.sum_dims(mask, dims, True)) * mask)
+        return ops.sgn(a) * ((g / ops.sum_dims(mask, dims, True)) * mask)
     if p < 1:
-        scaled = ops.sign(a) * ops.where(a == 0, 0.0, ops.abs(a) ** (p - 1))
+        scaled = ops.sgn(a) * ops.where(a == 0, 0.0, ops.abs(a) ** (p - 1))
         return scaled * g * r ** (1 - p)
-    scaled = ops.sign(a) * ops.abs(a) ** (p - 1) if p < 2 else a * ops.abs(a) ** (p - 2)
+    scaled = ops.sgn(a) * ops.abs(a) ** (p - 1) if p < 2 else a * ops.abs(a) ** (p - 2)
     return scaled * ops.where(r == 0, 0.0, g / r ** (p - 1))
 
 
@@ -1997,6 +2026,15 @@ class Permute(Function):
         return ops.permute(ts[0], ctx.dims)
 
 
+def _unsqueeze_to(g: Tensor, shape: tuple[int, ...], dims: Any) -> Tensor:
+    """g with the size-1 dims among `dims` of `shape` put back, one unsqueeze each in
+    ascending order (g itself when there are none), as PyTorch's squeeze backward."""
+    for d in sorted(dims):
+        if shape[d] == 1:
+            g = ops.unsqueeze(g, d)
+    return g
+
+
 class Squeeze(Function):
     """all size-1 dims removed"""
 
@@ -2007,7 +2045,7 @@ class Squeeze(Function):
         return np.squeeze(a.data_)
 
     def backward(ctx, g):
-        return (ops.reshape(g, ctx.shape),)
+        return (_unsqueeze_to(g, ctx.shape, range(len(ctx.shape))),)
 
     def jvp(ctx, ts, xs, r):
         return ops.reshape(ts[0], r.data_.shape)
@@ -2040,10 +2078,11 @@ class SqueezeDims(Function):
         x = a.data_
         ctx.shape = x.shape
         drop = tuple(d for d in dims if x.ndim and x.shape[d] == 1)
+        ctx.dims = drop
         return np.squeeze(x, drop) if drop else x.view()
 
     def backward(ctx, g):
-        return (ops.reshape(g, ctx.shape),)
+        return (_unsqueeze_to(g, ctx.shape, ctx.dims),)
 
     def jvp(ctx, ts, xs, r):
         return ops.reshape(ts[0], r.data_.shape)
@@ -2281,11 +2320,50 @@ class Select(_BasicGetitem):
 
     grad_fn_name = "SelectBackward0"
 
+    def backward(ctx, g):
+        return (SelectBackward.apply(g, index=ctx.index, shape=ctx.shape),)
+
 
 class Slice(_BasicGetitem):
     """a slice along a dim"""
 
     grad_fn_name = "SliceBackward0"
+
+    def backward(ctx, g):
+        return (SliceBackward.apply(g, index=ctx.index, shape=ctx.shape),)
+
+
+class _BasicEmbed(Function):
+    """g placed at a basic index of zeros of `shape` (a view's backward, a node of its
+    own as in PyTorch); its backward takes that view of the incoming gradient."""
+
+    view: type[_BasicGetitem]
+
+    def forward(ctx, g, index, shape):
+        ctx.index = index
+        out = np.zeros(shape, g.data_.dtype)
+        out[(*index, Ellipsis)] = g.data_
+        return out
+
+    def backward(ctx, gg):
+        return (ops._view_of(gg, ctx.view.apply(gg, index=ctx.index)),)
+
+    def jvp(ctx, ts, xs, r):
+        return type(ctx).apply(ts[0], index=ctx.index, shape=r.data_.shape)
+
+
+class SelectBackward(_BasicEmbed):
+    """select's gradient g placed in zeros of the input's shape"""
+
+    grad_fn_name = "SelectBackwardBackward0"
+    view = Select
+
+
+class SliceBackward(_BasicEmbed):
+    """a slice's gradient g placed in zeros of the input's shape"""
+
+    grad_fn_name = "SliceBackwardBackward0"
+    view = Slice
 
 
 class Index(_Getitem):
@@ -2293,8 +2371,8 @@ class Index(_Getitem):
 
     grad_fn_name = "IndexBackward0"
 
-    def forward(ctx, a, index):
-        _keep(ctx, *(index if isinstance(index, tuple) else (index,)))
+    def forward(ctx, a, index, kept=()):
+        _keep(ctx, *(index if isinstance(index, tuple) else (index,)), kept=kept)
         ctx.index, ctx.shape = index, a.data_.shape
         return a.data_[index]
 
@@ -2445,11 +2523,13 @@ class EmbeddingDenseBackward(Function):
 
 
 class Embed(Function):
-    """g placed at `index` of a zero tensor of `shape` (indexing's backward)."""
+    """g added at `index` of zeros of `shape` (indexing's backward, index_put_ accumulating)
 
-    grad_fn_name = "IndexPutBackward0"
+    PyTorch's `_index_put_impl_` into zeros, which are its constant first operand."""
 
-    def forward(ctx, g, index, shape):
+    grad_fn_name = "IndexPutImplBackward0"
+
+    def forward(ctx, zeros, g, index, shape):
         _keep(ctx, *(index if isinstance(index, tuple) else (index,)))
         ctx.index = index
         out = np.zeros(shape, g.data_.dtype)
@@ -2458,10 +2538,11 @@ class Embed(Function):
 
     def backward(ctx, gg):
         _check_kept(ctx)
-        return (ops.getitem(gg, ctx.index),)
+        return None, ops.getitem(gg, ctx.index)
 
     def jvp(ctx, ts, xs, r):
-        return Embed.apply(ts[0], index=ctx.index, shape=r.data_.shape)
+        t = ts[1]
+        return None if t is None else Embed.apply(None, t, index=ctx.index, shape=r.data_.shape)
 
 
 class _CopyInto(Function):
@@ -2578,8 +2659,9 @@ class Gather(Function):
 
     grad_fn_name = "GatherBackward0"
 
-    def forward(ctx, a, dim, index):
-        ctx.save(a, Tensor._make(np.asarray(index)))  # PyTorch saves self (version-checked)
+    def forward(ctx, a, dim, index, kept=None):
+        # PyTorch saves self and the index tensor (both version-checked)
+        ctx.save(a, kept if kept is not None else Tensor._make(np.asarray(index)))
         ctx.dim, ctx.index, ctx.shape = dim, index, a.data_.shape
         x = a.data_
         if x.ndim == 0 or index.ndim == 0:  # a 0-d operand counts as 1-d
@@ -2623,18 +2705,18 @@ class MaskedFill(Function):
 
     grad_fn_name = "MaskedFillBackward0"
 
-    def forward(ctx, a, value, mask):
-        _keep(ctx, mask)
+    def forward(ctx, a, value, mask, kept=()):
+        _keep(ctx, mask, kept=kept)
         ctx.mask = mask
         x = a.data_
         return np.where(mask, np.asarray(value, x.dtype), x)
 
     def backward(ctx, g):
         _check_kept(ctx)
-        return (ops.where(Tensor._make(ctx.mask), 0.0, g),)
+        return (ops.masked_fill(g, Tensor._make(ctx.mask), 0.0),)
 
     def jvp(ctx, ts, xs, r):
-        return ops.where(Tensor._make(ctx.mask), 0.0, ts[0])
+        return ops.masked_fill(ts[0], Tensor._make(ctx.mask), 0.0)
 
 
 class MaskedFillTensor(Function):
@@ -2642,8 +2724,8 @@ class MaskedFillTensor(Function):
 
     grad_fn_name = "MaskedFillBackward1"
 
-    def forward(ctx, a, value, mask):
-        _keep(ctx, mask)
+    def forward(ctx, a, value, mask, kept=()):
+        _keep(ctx, mask, kept=kept)
         ctx.mask = mask
         x = a.data_
         return np.where(mask, value.data_.astype(x.dtype), x)
@@ -2651,7 +2733,7 @@ class MaskedFillTensor(Function):
     def backward(ctx, g):
         _check_kept(ctx)
         m = Tensor._make(ctx.mask)
-        ga = ops.where(m, 0.0, g) if ctx.needs_input_grad[0] else None
+        ga = ops.masked_fill(g, m, 0.0) if ctx.needs_input_grad[0] else None
         gv = ops.sum(ops.where(m, g, 0.0)) if ctx.needs_input_grad[1] else None
         return ga, gv
 
@@ -2666,8 +2748,8 @@ class Where(Function):
 
     grad_fn_name = "WhereBackward0"
 
-    def forward(ctx, a, b, cond, dtype):
-        _keep(ctx, cond)
+    def forward(ctx, a, b, cond, dtype, kept=()):
+        _keep(ctx, cond, kept=kept)
         ctx.cond = cond
         return np.where(cond, _d(a, dtype), _d(b, dtype))
 
@@ -3103,12 +3185,14 @@ class NllLoss(Function):
         losses = np.where(valid, -picked * wt, np.zeros((), x.dtype))
         ctx.params = (weight, target, reduction, ignore_index)
         ctx.save(logp)
-        if reduction == "none":
-            return losses if batched else losses[0]
-        if reduction == "sum":
-            return losses.sum(dtype=x.dtype)
+        if reduction == "none" and batched:
+            return losses
+        # PyTorch's kernel sums into a +0 here (one sample, or a reduction): a -0 loss is +0
+        total = losses.sum(dtype=x.dtype) + np.zeros((), x.dtype)
+        if reduction != "mean":
+            return total
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (losses.sum(dtype=x.dtype) / wt.sum(dtype=x.dtype)).astype(x.dtype)
+            return (total / wt.sum(dtype=x.dtype)).astype(x.dtype)
 
     def backward(ctx, g):
         (logp,) = ctx.saved_tensors

@@ -36,6 +36,14 @@ def rounded(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray
     return fn(x.astype(np.float64)).astype(_F32)
 
 
+def powf(x: np.ndarray, e: float) -> np.ndarray:
+    """x ** e for float32 x by the C library's powf, one element at a time (NumPy's
+    scalar power; its array power rounds differently in the last bit)."""
+    e32 = _F32(e)
+    flat = np.fromiter((_F32(v) ** e32 for v in x.ravel()), _F32, count=x.size)
+    return flat.reshape(x.shape)
+
+
 # SLEEF's expf_u10: exp(d) = 2**q * exp(s), s = d - q * ln 2 with ln 2 split in two,
 # exp(s) by a degree-6 polynomial, every step a fused multiply-add.
 _LOG2E = _F32(1.442695040888963407359924681001892137426645954152985934135449406931)

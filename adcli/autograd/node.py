@@ -80,7 +80,7 @@ class SavedTensor:
             self.tensor = tensor
             self.data = None
             self.counter = c = tensor._vc
-            if type(c) is not list:  # an inference tensor (see grad_mode)
+            if type(c) is grad_mode.InferenceCounter:  # an inference tensor
                 raise RuntimeError(grad_mode.INFERENCE_SAVED)
             self.is_output = False
         else:  # the node's own output: keep its data, not the tensor (no cycle)
@@ -136,7 +136,9 @@ def _version_message(saved: SavedTensor, node: Function) -> str:
     from .dtypes import of_array
 
     sizes = ", ".join(str(s) for s in data.shape)
-    what = f"[torch.{of_array(data).legacy} [{sizes}]]"
+    # (PyTorch names a bool tensor by its C++ type here)
+    kind = "CPUBoolType" if data.dtype == bool else f"torch.{of_array(data).legacy}"
+    what = f"[{kind} [{sizes}]]"
     if producer is not None:
         name = short_name(producer)
         if name == "CopySlices":

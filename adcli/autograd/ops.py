@@ -18,7 +18,13 @@ from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
 from .node import short_name
-from .tensor import Tensor, _norm_dim, check_no_overlap, check_no_partial_overlap
+from .tensor import (
+    Tensor,
+    ZeroCounter,
+    _norm_dim,
+    check_no_overlap,
+    check_no_partial_overlap,
+)
 
 F: Any = None  # functions.py, bound at the end (it imports this module)
 
@@ -186,7 +192,36 @@ def check_reduce_dims(t: Tensor, name: str, dims: tuple[int, ...]) -> None:
 def add(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     """a + alpha * b"""
     ta, tb, dt = _binary(a, b, const=True)
-    return F.Add.apply(ta, tb, dtype=dt, alpha=alpha)
+    out = F.Add.apply(ta, tb, dtype=dt, alpha=alpha)
+    if type(ta._vc) is ZeroCounter or type(tb) is Tensor and type(tb._vc) is ZeroCounter:
+        _add_zero(out, ta, tb, alpha)
+    return out
+
+
+def _add_zero(out: Tensor, ta: Tensor, tb: Any, alpha: Any) -> None:
+    """`out = ta + alpha * tb` where an operand is an efficient zero: as PyTorch, the
+    other operand's values themselves (a -0 is kept), or an efficient zero for two."""
+    za = type(ta._vc) is ZeroCounter
+    zb = type(tb) is Tensor and type(tb._vc) is ZeroCounter
+    dt = out.data_.dtype
+    if za and zb:
+        _as_zero(out)
+        return
+    if za:
+        v = np.asarray(tb.data_ if isinstance(tb, Tensor) else tb, dt)
+        if alpha != 1:
+            v = v * np.asarray(alpha, dt)
+    else:
+        v = ta.data_.astype(dt, copy=False)
+    out.data_ = np.array(np.broadcast_to(v, out.data_.shape), dt)
+
+
+def _as_zero(out: Tensor) -> Tensor:
+    """Make the fresh result `out` an efficient zero (`z * x`, `z / x`: +0 whatever x,
+    NaN included)."""
+    out.data_ = np.zeros(out.data_.shape, out.data_.dtype)
+    out._vc = ZeroCounter((0,))
+    return out
 
 
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
@@ -201,7 +236,10 @@ def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
         isinstance(v, bool) or isinstance(v, Tensor) and v.data_.dtype == np.bool_ for v in (a, b)
     ):
         raise RuntimeError(_SUB_BOOL)
-    return F.Sub.apply(ta, tb, dtype=dt, alpha=alpha)
+    out = F.Sub.apply(ta, tb, dtype=dt, alpha=alpha)
+    if type(ta._vc) is ZeroCounter or type(tb) is Tensor and type(tb._vc) is ZeroCounter:
+        _add_zero(out, ta, tb, -alpha)
+    return out
 
 
 _SUB_BOOL = (
@@ -223,7 +261,10 @@ def rsub(a: Tensor, other: Any) -> Tensor:
 def mul(a: Any, b: Any) -> Tensor:
     """a * b"""
     ta, tb, dt = _binary(a, b, const=True)
-    return F.Mul.apply(ta, tb, dtype=dt)
+    out = F.Mul.apply(ta, tb, dtype=dt)
+    if type(ta._vc) is ZeroCounter or type(tb) is Tensor and type(tb._vc) is ZeroCounter:
+        return _as_zero(out)
+    return out
 
 
 def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
@@ -242,7 +283,10 @@ def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
     ta, tb, dt = _binary(a, b, const=True)
     if dt.kind in _INT_KINDS:
         dt = dtypes.DEFAULT_FLOAT.np
-    return F.Div.apply(ta, tb, dtype=dt)
+    out = F.Div.apply(ta, tb, dtype=dt)
+    if type(ta._vc) is ZeroCounter:
+        return _as_zero(out)
+    return out
 
 
 true_divide = div
@@ -547,6 +591,11 @@ def sign(a: Tensor) -> Tensor:
     return F.Sign.apply(a)
 
 
+def sgn(a: Tensor) -> Tensor:
+    """-1, 0 or 1 (sign's twin for real numbers; abs and the norms differentiate through it)"""
+    return F.Sgn.apply(a)
+
+
 def floor(a: Tensor) -> Tensor:
     """round down"""
     _no_bool(a, "floor_vml_cpu")
@@ -737,7 +786,13 @@ def where(cond: Any, a: Any = None, b: Any = None) -> Tensor:
         c[(0,) * c.ndim] if c.size else False, np.broadcast_shapes(c.shape, ta.data_.shape)
     )
     _broadcast_check(both, tb.data_)
-    return F.Where.apply(ta, tb, cond=c, dtype=dt)
+    return F.Where.apply(ta, tb, cond=c, dtype=dt, kept=_kept(cond))
+
+
+def _kept(*sources: Any) -> tuple[Tensor, ...]:
+    """The script's tensors among an op's index/mask arguments, for the op to save (so
+    their version counters are checked, as PyTorch checks them)."""
+    return tuple([t for t in sources if isinstance(t, Tensor)])
 
 
 def _as_array(v: Any) -> np.ndarray:
@@ -1476,8 +1531,7 @@ def squeeze(a: Tensor, dim: Any = None) -> Tensor:
         return _view_of(a, F.Squeeze.apply(a))
     if isinstance(dim, (list, tuple)):
         nd = a.data_.ndim
-        dims = tuple(sorted({_norm_dim(int(d), nd) for d in dim}))
-        return _view_of(a, F.SqueezeDims.apply(a, dims=dims))
+        return _view_of(a, F.SqueezeDims.apply(a, dims=_unique_dims(dim, nd)))
     return _view_of(a, F.SqueezeDim.apply(a, dim=_norm_dim(dim, a.data_.ndim)))
 
 
@@ -1758,7 +1812,7 @@ def gather(a: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False) -> 
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     d = _norm_dim(dim, a.data_.ndim)
     _check_gather_index(a.data_.shape, d, index.data_)
-    return F.Gather.apply(a, dim=d, index=index.data_)
+    return F.Gather.apply(a, dim=d, index=index.data_, kept=index)
 
 
 def _check_gather_index(shape: tuple[int, ...], dim: int, index: np.ndarray) -> None:
@@ -1787,7 +1841,7 @@ def scatter_into(g: Tensor, dim: int, index: np.ndarray, shape: tuple[int, ...])
 
 def embed(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
     """Zeros of `shape` with g added at `index` (indexing's backward)."""
-    return F.Embed.apply(g, index=index, shape=shape)
+    return F.Embed.apply(None, g, index=index, shape=shape)
 
 
 def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -1808,9 +1862,9 @@ def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                 f"with {value.data_.ndim} dimension(s)."
             )
-        return F.MaskedFillTensor.apply(a, value, mask=m)
+        return F.MaskedFillTensor.apply(a, value, mask=m, kept=_kept(mask))
     _check_number(value, "value")
-    return F.MaskedFill.apply(a, mask=m, value=value)
+    return F.MaskedFill.apply(a, mask=m, value=value, kept=_kept(mask))
 
 
 # ************************************************************ indexing
@@ -1948,7 +2002,8 @@ def getitem(a: Tensor, index: Any) -> Tensor:
     slice, UnsqueezeBackward0 per None, IndexBackward0 for array/mask indices."""
     parts = _convert_index(index)
     if not _py.all(_is_basic(p) for p in parts):
-        return _advanced_getitem(a, parts)
+        arrays = _kept(*_index_parts(index))
+        return _advanced_getitem(a, parts, tuple([t for t in arrays if t.data_.ndim]))
     _check_subscript(a.data_.shape, parts)
     if parts == (Ellipsis,):
         return _view_of(a, F.Alias.apply(a))
@@ -1989,7 +2044,7 @@ def getitem(a: Tensor, index: Any) -> Tensor:
     return out
 
 
-def _advanced_getitem(a: Tensor, parts: tuple[Any, ...]) -> Tensor:
+def _advanced_getitem(a: Tensor, parts: tuple[Any, ...], kept: tuple[Tensor, ...]) -> Tensor:
     """Array/mask indexing as PyTorch does it: integers, slices and None first (as
     views: Select, Slice, Unsqueeze), then one IndexBackward0 with the arrays."""
     basic: list[Any] = []
@@ -2012,7 +2067,7 @@ def _advanced_getitem(a: Tensor, parts: tuple[Any, ...]) -> Tensor:
                 basic.extend([slice(None)] * (p.ndim - 1))
     trivial = _py.all(p is Ellipsis or (isinstance(p, slice) and p == slice(None)) for p in basic)
     out = a if trivial else getitem(a, tuple(basic))
-    return F.Index.apply(out, index=_fancy_index(out, tuple(adv)))
+    return F.Index.apply(out, index=_fancy_index(out, tuple(adv)), kept=kept)
 
 
 def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -2211,6 +2266,20 @@ def _with_values(t: Tensor, index: Any, v: Tensor, dtype: np.dtype) -> Tensor:
     return node.apply(t, v, index=index, dtype=dtype)
 
 
+def _refuse_zero_write(a: Tensor, idx: Any, v: Tensor | None, sliced: bool, whole: bool) -> None:
+    """PyTorch's error for `a[idx] = value` on an efficient zero, in the wording of the
+    op it writes with: copy_ for values of the target's shape, fill_ for one value into
+    several elements, index_put_ (fill_'s wording) for array indices."""
+    from .tensor import ZERO_IMMUTABLE, ZERO_IMMUTABLE_COPY
+
+    if sliced:
+        target = a.data_[idx if isinstance(idx, tuple) else (idx,)]
+        one_value = v is None or v.data_.ndim == 0
+        if not (one_value and (whole or target.ndim > 0)):
+            raise RuntimeError(ZERO_IMMUTABLE_COPY)
+    raise RuntimeError(ZERO_IMMUTABLE)
+
+
 def setitem(a: Tensor, index: Any, value: Any) -> None:
     """a[index] = value, in place (CopySlices when recorded)."""
     parts = _convert_index(index)
@@ -2232,6 +2301,8 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     )
     if v is not None and shape_first:
         _check_copy_shape(v, a.data_[idx if isinstance(idx, tuple) else (idx,)].shape)
+    if type(a._vc) is ZeroCounter:
+        _refuse_zero_write(a, idx, v, sliced, whole)
     if grad_mode.state.enabled:
         if a.grad_fn is None and a._requires_grad:
             # PyTorch writes into the leaf itself for a whole-tensor subscript and for
@@ -2916,8 +2987,8 @@ from . import functions as F  # noqa: E402,F811
 
 # Methods that are the ops above with the tensor as first argument.
 TENSOR_METHODS = (
-    "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign floor ceil round clamp clip "
-    "neg negative reciprocal square pow add sub mul div true_divide matmul mm mv dot outer "
+    "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign sgn floor ceil round clamp "
+    "clip neg negative reciprocal square pow add sub mul div true_divide matmul mm mv dot outer "
     "sum mean prod max min amax amin argmax argmin norm logsumexp var std cumsum view "
     "reshape flatten ravel transpose swapaxes t permute movedim moveaxis squeeze unsqueeze "
     "expand expand_as repeat flip split chunk unbind narrow select diagonal as_strided gather "
@@ -3069,7 +3140,7 @@ EXTRA_METHODS: dict[str, Any] = {
 # In-place unary methods (`x.sin_()`) not written out in tensor.py or above, and the
 # `torch.sin_(x)` functions, which call the method (PyTorch has no torch.sign_/pow_).
 INPLACE_UNARY = (
-    "abs neg negative exp log log1p sqrt sin cos tan tanh sigmoid relu sign floor ceil "
+    "abs neg negative exp log log1p sqrt sin cos tan tanh sigmoid relu sign sgn floor ceil "
     "square reciprocal"
 ).split()
 
@@ -3088,7 +3159,8 @@ def _torch_inplace(name: str) -> Any:
 
 def inplace_functions() -> dict[str, Any]:
     """`torch.exp_` and friends, by name."""
-    names = [n + "_" for n in INPLACE_UNARY if n != "sign"] + ["round_", "clamp_", "clip_"]
+    names = [n + "_" for n in INPLACE_UNARY if n not in ("sign", "sgn")]
+    names += ["round_", "clamp_", "clip_"]
     return {n: _torch_inplace(n) for n in names}
 
 

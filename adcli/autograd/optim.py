@@ -52,7 +52,7 @@ class Optimizer:
                         "optimizer can only optimize Tensors, but one of the params is "
                         + type(p).__name__
                     )
-                if not p.is_leaf:
+                if not (p.is_leaf or p.retains_grad):  # PyTorch takes one retaining its grad
                     raise ValueError("can't optimize a non-leaf Tensor")
             if len({id(p) for p in group["params"]}) != len(group["params"]):
                 config.warn(DUPLICATE_WARNING)

@@ -38,7 +38,7 @@ def _names(group: str, params: str) -> dict[str, str]:
 # torch.X: PyTorch's names of the op's leading parameters.
 FUNCTIONS: dict[str, str] = {
     **_names(
-        "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign floor ceil square "
+        "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign sgn floor ceil square "
         "reciprocal neg negative logical_not isnan isinf isfinite clone ravel t sum mean prod "
         "max min amax amin argmax argmin all any norm logsumexp var std cumsum softmax "
         "log_softmax transpose flatten squeeze unsqueeze narrow select diagonal as_strided "
@@ -101,7 +101,7 @@ OUT = frozenset(
         "clamp clip cos cumsum div dot empty eq exp eye floor floor_divide full gather ge ger gt "
         "le linspace log log1p logical_not logsumexp lt matmul max maximum mean min minimum "
         "mm mul mv ne neg negative norm ones outer pow prod rand randint randn randperm "
-        "reciprocal remainder round sigmoid sign sin sqrt square stack std sub sum tan tanh "
+        "reciprocal remainder round sigmoid sgn sign sin sqrt square stack std sub sum tan tanh "
         "true_divide var where zeros"
     ).split()
 )

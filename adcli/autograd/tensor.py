@@ -28,6 +28,37 @@ LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place 
 VIEW_LEAF_INPLACE = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation."
 )
+ZERO_IMMUTABLE = (
+    "ZeroTensors are immutable. Please use the materialized zero tensor obtained using "
+    ".clone() if you want a mutable tensor."
+)
+ZERO_IMMUTABLE_COPY = (  # copy_'s own wording
+    "ZeroTensors are immutable. Please materialize the tensor using `.clone()`, if you want "
+    "a mutable zero tensor."
+)
+
+
+class ZeroCounter(list):
+    """The version counter of an "efficient zero", PyTorch's ZeroTensor: the gradient
+    some backward formulas return (sgn's) and what `*`, `/`, views and detach make of
+    one. It marks the tensor (views and detached tensors share it) at no cost to other
+    tensors. Its values are +0; adding it leaves the other operand as it is (a -0
+    stays -0); it cannot be changed in place."""
+
+    __slots__ = ()
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise RuntimeError(ZERO_IMMUTABLE)
+
+
+def efficient_zero(shape: tuple[int, ...], dtype: np.dtype) -> Tensor:
+    """A new efficient zero of `shape` and `dtype`."""
+    return Tensor._make(np.zeros(shape, dtype), vc=ZeroCounter((0,)))
+
+
+def is_efficient_zero(t: Any) -> bool:
+    """Whether `t` is an efficient zero (PyTorch's `_is_zerotensor()`)."""
+    return isinstance(t, Tensor) and type(t._vc) is ZeroCounter
 
 
 MAX_SIZE_ITEMS = 1_000_000  # a torch.Size made from an iterable: a sane bound on its length
@@ -134,7 +165,7 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         """The same values, detached and outside version tracking (`x.data`)."""
-        if type(self._vc) is not list:  # an inference tensor's .data is one too
+        if type(self._vc) is grad_mode.InferenceCounter:  # an inference tensor's .data is one too
             return Tensor._make(self.data_, vc=grad_mode.InferenceCounter((0,)))
         return Tensor._make(self.data_)
 
@@ -237,13 +268,13 @@ class Tensor:
                 f"only Tensors of floating point {'and complex ' if setter else ''}dtype "
                 "can require gradients"
             )
-        if value and type(self._vc) is not list and not grad_mode.state.inference:
+        if value and type(self._vc) is grad_mode.InferenceCounter and not grad_mode.state.inference:
             raise RuntimeError(grad_mode.INFERENCE_REQUIRES_GRAD)
         self._requires_grad = value
 
     def is_inference(self) -> bool:
         """Was this tensor made in inference mode (`torch.inference_mode`)?"""
-        return type(self._vc) is not list
+        return type(self._vc) is grad_mode.InferenceCounter
 
     @property
     def grad(self) -> Tensor | None:
@@ -410,6 +441,8 @@ class Tensor:
 
     def tolist(self) -> Any:
         """Nested Python lists of numbers."""
+        if type(self._vc) is ZeroCounter:  # PyTorch never allocated its values
+            raise RuntimeError("tolist() shouldn't be called on a tensor with unallocated storage")
         return self.data_.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -420,6 +453,10 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
+            )
+        if type(self._vc) is ZeroCounter and not force:
+            raise RuntimeError(
+                " Cannot convert a ZeroTensor to numpy. Set force=True if you need the zero array."
             )
         return self.data_.copy()
 
@@ -495,7 +532,10 @@ class Tensor:
     # ------------------------------------------------------------ in place
     def _check_inplace(self, others: tuple[Any, ...] = ()) -> None:
         """Refuse in-place ops that would record on a leaf that requires grad, a view
-        of a leaf, a view made under no_grad or one of several views made at once."""
+        of a leaf, a view made under no_grad or one of several views made at once, and
+        any change of an efficient zero."""
+        if type(self._vc) is ZeroCounter:
+            raise RuntimeError(ZERO_IMMUTABLE)
         if not grad_mode.state.enabled:
             return
         rg = self.requires_grad
@@ -521,6 +561,8 @@ class Tensor:
         writes one value (fill_), read first, so PyTorch lets it write expanded or aliased memory.
         """
         self._check_inplace(args)
+        if args and any(is_efficient_zero(a) for a in args):  # in place, PyTorch adds real zeros
+            args = tuple(_materialized(a) for a in args)
         if not _overlap_ok:
             check_no_overlap(self.data_)
             check_no_partial_overlap(self.data_, args)
@@ -565,6 +607,8 @@ class Tensor:
     def copy_(self, src: Tensor, non_blocking: bool = False) -> Tensor:
         """Copy `src` (broadcast) into this tensor in place (`non_blocking`: no effect on
         the CPU)."""
+        if type(self._vc) is ZeroCounter:
+            raise RuntimeError(ZERO_IMMUTABLE_COPY)
         if isinstance(src, Tensor) and not self.dtype.is_floating_point:
             src = src.detach()  # PyTorch's copy_ records nothing into a non-float tensor
         return self._inplace(lambda t, s: ops.copy_from(t, s), src)
@@ -851,6 +895,13 @@ def check_no_partial_overlap(dst: np.ndarray, others: tuple[Any, ...]) -> None:
             "tensor refer to a single memory location. Please clone() the tensor before "
             "performing the operation."
         )
+
+
+def _materialized(a: Any) -> Any:
+    """An efficient zero as the plain zeros it stands for (other values unchanged)."""
+    if not is_efficient_zero(a) or (a._requires_grad and a._grad_fn is None):
+        return a
+    return Tensor._make(a.data_, a._requires_grad, a._grad_fn, [a._vc[0]], a._output_nr)
 
 
 def _write(t: Tensor, values: np.ndarray) -> None:

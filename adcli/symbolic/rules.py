@@ -347,6 +347,7 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "Sigmoid": sym.sigmoid,
     "Relu": sym.relu,
     "Sign": sympy.sign,
+    "Sgn": sympy.sign,
     "Floor": sympy.floor,
     "Ceil": sympy.ceiling,
     "Round": sym.round_half_even,
@@ -807,17 +808,21 @@ def _getitem(c: RuleCtx) -> Any:
     return c.op(lambda t: f"{t[0]}[{text}]", method=True, closed=whole)
 
 
-@rule("Embed")
+@rule("Embed", "SelectBackward", "SliceBackward")
 def _embed(c: RuleCtx) -> Any:
-    text, _ = index_text(c.p("index"))
+    index = c.p("index")
+    g = c.args[-1]  # Embed's first operand is its constant zeros
+    if c.node.grad_fn_name != "IndexPutImplBackward0":
+        index = (*index, Ellipsis)
+    text, _ = index_text(index)
     shape = c.p("shape")
-    if _scalar_like(c, c.a):  # the same gradient at every indexed place: g times a 0/1 mask
+    if _scalar_like(c, g):  # the same gradient at every indexed place: g times a 0/1 mask
         mask = np.zeros(shape)
         with np.errstate(all="ignore"):
-            np.add.at(mask, c.p("index"), 1.0)
-        return c.a * c.conv.const_array(mask, kind="derived")
+            np.add.at(mask, index, 1.0)
+        return g * c.conv.const_array(mask, kind="derived")
     return c.op(
-        lambda t: f"zeros({_shape_text(shape)}).index_put(({text}), {t[0]}, accumulate=True)",
+        lambda t: f"zeros({_shape_text(shape)}).index_put(({text}), {t[-1]}, accumulate=True)",
         closed=False,
     )
 

@@ -97,6 +97,33 @@ print(t.grad)
 """)
 
 
+def test_node_post_hooks_see_gradients_reduced_and_cast_to_the_inputs() -> None:
+    # PyTorch fits each gradient to its input's shape and dtype before the post hooks
+    check("""
+t2 = torch.linspace(-1.0, 1.0, 3, requires_grad=True)
+t3 = t2[::2]
+t5 = torch.tensor([[-1.0, 1.0]])
+t6 = torch.randn(2, 2)
+t7 = t3.addmm(t5, t6)
+t7.grad_fn.register_hook(lambda gi, go: print('@3', gi))
+r11 = torch.autograd.grad(t7.sum(), [t3])
+t3 = torch.tensor([[-1.0, -1.0, 1.0], [1.0, 1.0, -1.0]], requires_grad=True)
+t11 = torch.randn([], dtype=torch.float64, requires_grad=True)
+t12 = torch.clamp(t3, min=t11)
+t12.grad_fn.register_hook(lambda gi, go: print('@17d', gi))
+go = torch.tensor([[0.0, 1.0, -1.0], [1.0, 1.0, 1.0]])
+r26 = torch.autograd.grad(t12, [t11, t3], grad_outputs=go)
+print(r26)
+a = torch.ones(2, 1, requires_grad=True)
+b = torch.ones(1, 3, dtype=torch.float64, requires_grad=True)
+c = a * b
+c.grad_fn.register_hook(lambda gi, go: print(gi, go))
+c.grad_fn.register_hook(lambda gi, go: (gi[0] * 2, None))
+c.sum().backward()
+print(a.grad, b.grad)
+""")
+
+
 # ******************************************************** 7. .grad accumulation
 
 
@@ -287,4 +314,266 @@ t5 = (t3 * t3).exp().sum()
 t5.backward()
 t4.backward()
 run([lambda: t4.backward(), lambda: t5.backward(), lambda: t2.grad, lambda: t4.grad_fn])
+""")
+
+
+# ******************************************************** efficient zeros
+
+
+def test_efficient_zeros_are_skipped_when_gradients_are_added() -> None:
+    # sgn's backward (in abs, the L1 losses and the norms) returns PyTorch's ZeroTensor:
+    # adding it leaves a -0 as it is, `*` and views pass it on, .grad may become one
+    # and then refuses the next accumulation
+    check("""# the double backward of abs and of the L1 losses: PyTorch's "-0." where an
+# efficient zero was skipped when gradients were added
+t5 = torch.tensor([[0.0]], requires_grad=True)
+g8, = torch.autograd.grad(F.l1_loss(t5, t5), t5, create_graph=True)
+g8.backward()
+print(t5.grad)
+t14 = torch.linspace(-1.0, 1.0, 1, requires_grad=True)
+g16, = torch.autograd.grad(F.l1_loss(t14, t14), t14, create_graph=True)
+print(torch.autograd.grad(g16, t14))
+t = torch.tensor(1.0).requires_grad_()
+g7, = torch.autograd.grad(torch.nn.L1Loss()(t, t), t, create_graph=True)
+g7.backward()
+print(t.grad)
+# .grad that is an efficient zero refuses the next accumulation and in-place changes
+x = torch.tensor([[1.0, -1.0], [-1.0, 1.0]], requires_grad=True)
+g, = torch.autograd.grad(torch.nn.L1Loss()(x, torch.ones(2, 2)), x, create_graph=True)
+g.sum().backward(retain_graph=True)
+print(x.grad)
+run([lambda: x.sum().backward(), lambda: x.grad.zero_(), lambda: x.grad.add_(1)])
+print(x.grad, x.grad * 2, x.grad + 1, -x.grad, x.grad.clone().add_(1))
+x.grad = None
+x.sum().backward()
+g.sum().backward(retain_graph=True)
+print(x.grad)
+run([lambda: x.grad.tolist(), lambda: x.grad.numpy()])
+# sgn: an efficient zero through autograd.grad, hooks, views, * and +
+y = torch.tensor([1.5, -2.0, 0.0], requires_grad=True)
+print(torch.sgn(y), y.sgn())
+z, = torch.autograd.grad(y.sgn().sum(), y)
+print(z, z[0], z.view(3, 1), z * float("nan"), z / 0.0, z + torch.tensor([-0.0, 1.0, -0.0]))
+print(torch.tensor([-0.0, 1.0, -0.0]) + z, z - torch.tensor([0.0, 1.0, -0.0]), 1 - z, 2 / z)
+run([lambda: z.add_(1), lambda: z.mul_(2), lambda: z[0].fill_(1), lambda: z.copy_(y)])
+w = torch.tensor([-0.0, -0.0, 1.0])
+w.add_(z)
+print(w, torch.tensor([-0.0, 2.0, 3.0]).mul_(z))
+y.register_hook(lambda g: print("hook", g))
+print(torch.autograd.grad((y.sgn() * -1.0).sum(), y))
+print(torch.autograd.grad((y.sgn() * -1.0 + y * 0.0 * -1).sum(), y))
+print(torch.autograd.grad((y * -0.0 + y.sgn() * -1.0).sum(), y))
+print(torch.autograd.grad((y.sgn() * -1.0).exp().sum(), y))
+y.grad = torch.tensor([-0.0, 0.0, -0.0])
+(y.sgn().sum() * -2).backward()
+print(y.grad)
+# retain_grad adds out of place
+u = y * 1.0
+u.retain_grad()
+(u * -0.0).sum().backward(retain_graph=True)
+print(u.grad)
+u.sgn().sum().backward()
+print(u.grad, y.grad)
+# norms of order 1, inf and below 2 differentiate through sgn
+for p in (1, float("inf"), 1.5, 0.5):
+    a = torch.tensor([0.5, -2.0, 1.0], requires_grad=True)
+    ga, = torch.autograd.grad(torch.linalg.vector_norm(a, p), a, create_graph=True)
+    print(p, ga, ga.grad_fn.next_functions[0][0].next_functions, torch.autograd.grad(ga.sum(), a))
+v = torch.tensor([0.5, -2.0, 1.0], requires_grad=True)
+gv, = torch.autograd.grad(v.abs().sum(), v, create_graph=True)
+print(gv.grad_fn.next_functions)
+""")
+
+
+def test_efficient_zeros_refuse_in_place_changes_in_the_wording_of_the_op() -> None:
+    check("""
+def zero():
+    y = torch.tensor([[1.5, -2.0, 0.0]], requires_grad=True)
+    z, = torch.autograd.grad(y.sgn().sum(), y)
+    return z
+def show(f):
+    try:
+        f()
+        print("ok")
+    except Exception as e:
+        print(repr(e)[:60])
+def w1(): zero()[0:1] = 1.
+def w2(): zero()[0, 0:1] = torch.tensor([1.])
+def w3(): zero()[0, 0:1] = torch.tensor(1.)
+def w4(): zero()[...] = torch.ones(1, 3)
+def w5(): zero()[0] = 1.
+def w6(): zero()[0, 0] = 1.
+def w7(): zero()[:] = torch.tensor(1.)
+def w8(): zero()[None] = 1.
+def w9(): zero()[torch.tensor([0])] = torch.tensor([[1., 2., 3.]])
+def w10(): zero()[zero() > -1] = 1.
+def w11(): zero()[True] = 1.
+def w12(): zero()[0, 0] = torch.tensor(2.)
+def w13(): zero()[:, 1] = torch.tensor([2.])
+def w14(): zero()[0][1:] = torch.tensor([2., 3.])
+for f in (w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14):
+    show(f)
+z = zero()
+run([
+    lambda: z.neg_(), lambda: z.exp_(), lambda: z.clamp_(0, 1), lambda: z.sub_(1),
+    lambda: z.pow_(2), lambda: z.div_(2), lambda: z.masked_fill_(z > -1, 1.0),
+    lambda: z.fill_(torch.tensor(1.0)), lambda: z[0, 0].fill_(1.0),
+    lambda: z[0, 0].copy_(torch.tensor(1.0)), lambda: z.relu_(), lambda: z.detach_(),
+])
+print(z)
+""")
+
+
+# ******************************************************** optimizers
+
+
+def test_an_optimizer_takes_a_non_leaf_that_retains_its_grad() -> None:
+    check("""
+t3 = torch.zeros(2, requires_grad=True)
+t12 = torch.sign(t3)
+t12.retain_grad()
+o18 = torch.optim.SGD([t12], lr=0.5)
+(t12 * torch.tensor([1.0, 2.0])).sum().backward()
+print(t12.grad)
+o18.step()
+print(t12)
+o19 = torch.optim.Adam([t12])
+o19.step()
+print(t12)
+try:
+    torch.optim.SGD([t3 * 2])
+except Exception as e:
+    print(repr(e))
+""")
+
+
+# ******************************************************** grad_fn names of gradients
+
+
+def test_squeeze_backward_unsqueezes_each_size_one_dim_or_returns_the_gradient() -> None:
+    # the gradient itself when nothing was squeezed (a later in-place op on it then
+    # records on it, not through a view); a dim named twice is refused
+    check("""
+for shape in [(2, 1, 3), (1, 1), (4,), (), (1, 2, 1)]:
+    x = torch.ones(shape, requires_grad=True)
+    for f in [
+        lambda x: x.squeeze(), lambda x: x.squeeze(0), lambda x: x.squeeze(-1),
+        lambda x: x.squeeze((0, -1)),
+    ]:
+        try:
+            y = f(x)
+        except Exception as e:
+            print(repr(e))
+            continue
+        g, = torch.autograd.grad((y.sin()).sum(), x, create_graph=True)
+        print(shape, y.grad_fn, g.grad_fn, g.grad_fn.next_functions)
+t3 = torch.randn((), requires_grad=True)
+g5, = torch.autograd.grad(t3.squeeze(), t3, create_graph=True)
+g5.fill_(torch.tensor(1.0, requires_grad=True))
+print(g5.grad_fn.next_functions)
+t1 = torch.ones(4, requires_grad=True)
+t6 = t1.squeeze()
+go = torch.tensor([-1.0, 1.0, 1.0, 1.0])
+print(torch.autograd.grad(t6.sqrt(), [t1, t6], grad_outputs=go, create_graph=True))
+""")
+
+
+def test_indexing_backward_nodes_are_named_as_in_pytorch() -> None:
+    # select/slice's gradients are nodes of their own (SelectBackwardBackward0 ...),
+    # array indexing's an accumulating index_put into constant zeros
+    check("""
+x = torch.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], requires_grad=True)
+for f in [
+    lambda x: x[0], lambda x: x[:, 1:], lambda x: x[torch.tensor([1, 0])],
+    lambda x: x[x > 0], lambda x: x[0, 1], lambda x: x[..., None],
+    lambda x: x[[0, 1], [2, 0]], lambda x: x.select(1, 0), lambda x: x.narrow(1, 0, 2),
+    lambda x: x.diagonal(), lambda x: x[1][::2], lambda x: x.unbind(0)[1],
+    lambda x: x.split(1, 1)[0],
+]:
+    y = f(x)
+    g, = torch.autograd.grad((y ** 2).sum(), x, create_graph=True)
+    print(y.grad_fn, g.grad_fn, g.grad_fn.next_functions)
+""")
+
+
+def test_masked_fill_backward_is_a_masked_fill() -> None:
+    check("""
+t1 = torch.ones((0,), requires_grad=True)
+t4 = t1.masked_fill(t1 > -1.0, 1.0)
+g8, = torch.autograd.grad((t4 ** 2).sum(), t1, create_graph=True)
+print(g8)
+a = torch.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+v = torch.tensor(2.0, requires_grad=True)
+for y in (a.masked_fill(a > 0, 0.5), a.masked_fill(torch.tensor([True, False]), v)):
+    g, = torch.autograd.grad((y ** 2).sum(), a, create_graph=True)
+    print(g, g.grad_fn.next_functions)
+    print(torch.autograd.grad(g.sum(), a))
+""")
+
+
+def test_index_and_mask_tensors_are_saved_with_their_versions() -> None:
+    # masked_fill, where, gather and indexing save the script's index/mask tensor itself:
+    # changing it in place makes the backward fail (a bool one named CPUBoolType)
+    check("""
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+def run(f):
+    try:
+        f()
+        print("no error")
+    except Exception as e:
+        print(str(e)[:170])
+def a():
+    mm = torch.tensor([True, False])
+    y = x.masked_fill(mm, 3.0)
+    mm[0] = False
+    y.sum().backward()
+def b():
+    idx = torch.tensor([1, 0])
+    y = x[idx]
+    idx[0] = 0
+    y.sum().backward()
+def c():
+    idx = torch.tensor([1, 0])
+    y = torch.gather(x, 0, idx)
+    idx.add_(0)
+    y.sum().backward()
+def d():
+    mm = torch.tensor([True, False])
+    y = torch.where(mm, x, 0.0)
+    mm[1] = True
+    y.sum().backward()
+def e():
+    mm = torch.tensor([True, False])
+    y = x[mm]
+    mm[1] = True
+    y.sum().backward()
+def f():
+    mm = torch.tensor([True, False])
+    y = x.masked_fill(mm, torch.tensor(2.0, requires_grad=True))
+    mm[0] = False
+    y.sum().backward()
+def g():
+    m = torch.tensor([True, False])
+    y = x.masked_fill(m[0], 3.0)
+    m[0] = False
+    y.sum().backward()
+for fn in (a, b, c, d, e, f, g):
+    run(fn)
+""")
+
+
+def test_an_efficient_zero_can_be_saved_for_backward() -> None:
+    check("""
+x = torch.tensor([1.5, -2.0, 0.0], requires_grad=True)
+w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+z, = torch.autograd.grad(x.sgn().sum(), x)
+y = z * w
+print(y, y.grad_fn)
+y.sum().backward()
+print(w.grad)
+g, = torch.autograd.grad((x.abs() * w).sum(), x, create_graph=True)
+h, = torch.autograd.grad((g * g).sum(), w, create_graph=True)
+print(g, h)
+k = torch.autograd.grad(h.sum(), x, allow_unused=True)
+print(k)
 """)

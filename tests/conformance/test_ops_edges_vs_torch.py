@@ -246,3 +246,35 @@ for shape, reps in cases:
     g2, = torch.autograd.grad(y.sum(), x)
     run([lambda: g2.sub_(1.0)])
 """)
+
+
+# ************************************************************ signs of zero
+
+
+def test_nll_loss_sums_into_a_positive_zero() -> None:
+    # one sample or a reduction: PyTorch's kernel accumulates from +0 (a -0 loss is +0)
+    check("""
+x = torch.tensor([[0.0, -0.0], [0.0, 1.0]])
+print(F.nll_loss(x, torch.tensor([0, 1]), reduction='none'))
+print(F.nll_loss(torch.arange(0.0, 1.0, 1.0), torch.tensor(0), reduction='none'))
+print(F.nll_loss(torch.tensor([[0.0, -0.0]]), torch.tensor([1]), reduction='none'))
+print(F.nll_loss(torch.tensor([0.0, -0.0]), torch.tensor(1), reduction='none'))
+print(F.nll_loss(torch.tensor([0.0, -0.0]), torch.tensor(0), reduction='none'))
+print(F.nll_loss(torch.tensor([0.0, -2.0]), torch.tensor(1), reduction='none'))
+print(F.nll_loss(torch.tensor([[0.0, -0.0]]), torch.tensor([0]), reduction='none'))
+print(F.nll_loss(torch.tensor([[0.0, -0.0]]), torch.tensor([0]), reduction='sum'))
+print(F.nll_loss(torch.tensor([[0.0, -0.0]]), torch.tensor([0]), reduction='mean'))
+w = torch.tensor([2.0, 1.0])
+print(F.nll_loss(torch.tensor([[0.0, -0.0]]), torch.tensor([0]), weight=w, reduction='none'))
+print(F.nll_loss(torch.tensor([0.0, -0.0]), torch.tensor(0), weight=w, reduction='mean'))
+""")
+
+
+def test_float32_p_norms_round_as_pytorch_on_exact_values() -> None:
+    # |x|^p rounded once, then powf: a norm that is an integer prints as one
+    check("""
+t3 = torch.tensor([3.0])
+print(torch.norm(t3, p=3, keepdim=True), torch.norm(t3, p=3), t3.norm(3))
+print(torch.linalg.vector_norm(t3, 3))
+print(torch.norm(torch.tensor([3.0, 4.0]), p=1.5), torch.norm(torch.tensor([3.0]), p=1.5))
+""")

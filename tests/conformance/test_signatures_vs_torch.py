@@ -162,8 +162,8 @@ X, Y, P = A("x"), A("y"), A("pos")
 F64 = D("float64")
 
 UNARY = (
-    "abs exp sin cos tan tanh sigmoid relu sign floor ceil square neg negative clone ravel t "
-    "isnan isinf isfinite"
+    "abs exp sin cos tan tanh sigmoid relu sign sgn floor ceil square neg negative clone "
+    "ravel t isnan isinf isfinite"
 ).split()
 POSITIVE = "log log1p sqrt reciprocal".split()
 BINARY = "add sub mul eq ne gt ge lt le maximum minimum".split()
@@ -354,7 +354,7 @@ CASES: list[Case] = [
     c("linalg.vector_norm", x=X, ord=3, dim=1, keepdim=True, dtype=F64),
     c("linalg.vector_norm", x=X, out=Out(())),
     # Tensor methods (self first)
-    *(c(f"Tensor.{n}", X) for n in UNARY + ["sign_"]),
+    *(c(f"Tensor.{n}", X) for n in UNARY + ["sign_", "sgn_"]),
     *(c(f"Tensor.{n}", P) for n in POSITIVE),
     *(c(f"Tensor.{n}_", X) for n in INPLACE),
     *(c(f"Tensor.{n}_", P) for n in INPLACE_POSITIVE),
