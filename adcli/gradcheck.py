@@ -115,7 +115,21 @@ def gradcheck(
     """torch.autograd.gradcheck: True when the analytical Jacobian of `func` at
     `inputs` matches central finite differences; else raises GradcheckError
     (or returns False with raise_exception=False)."""
-    args = (func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad)
+    if not check_forward_ad and not check_backward_ad:
+        raise AssertionError(
+            "Expected at least one of check_forward_ad or check_backward_ad to be True"
+        )
+    args = (
+        func,
+        inputs,
+        eps,
+        atol,
+        rtol,
+        nondet_tol,
+        check_undefined_grad,
+        check_forward_ad,
+        check_backward_ad,
+    )
     if not raise_exception:
         try:
             return _gradcheck(*args)
@@ -132,6 +146,8 @@ def _gradcheck(
     rtol: float,
     nondet_tol: float,
     check_undefined_grad: bool = True,
+    check_forward_ad: bool = False,
+    check_backward_ad: bool = True,
 ) -> bool:
     tupled = _as_tuple(inputs)
     diff_inputs = [t for t in tupled if isinstance(t, Tensor) and t._requires_grad]
@@ -149,31 +165,20 @@ def _gradcheck(
         )
     func_out = _outputs_of(func(*tupled))
     numerical = _numerical_jacobian(func, tupled, diff_inputs, func_out, eps)
-    outputs = [(i, o) for i, o in enumerate(func_out) if o._requires_grad]
-    if not outputs:
-        for per_input in numerical:
-            for n in per_input:
-                if not np.allclose(n.data_, 0.0, rtol=rtol, atol=atol):
-                    raise GradcheckError("Numerical gradient for function expected to be zero")
-        return True
-    for k, (i, o) in enumerate(outputs):
-        analytical = _analytical_jacobian(o, diff_inputs, nondet_tol)
-        for j, a in enumerate(analytical):
-            n = numerical[i][j]
-            dt = np.promote_types(a.data_.dtype, n.data_.dtype)
-            with np.errstate(all="ignore"):
-                close = np.allclose(
-                    a.data_.astype(dt), n.data_.astype(dt), rtol=rtol, atol=atol, equal_nan=False
-                )
-            if not close:
-                raise GradcheckError(
-                    f"Jacobian mismatch for output {k:d} with respect to input {j:d},\n"
-                    f"numerical:{n}\nanalytical:{a}\n"
-                )
-    diff_outputs = [o for _, o in outputs]
-    _zero_grad_outputs(diff_outputs, diff_inputs, "backward not multiplied by grad_output")
-    if check_undefined_grad:
-        _undefined_grad_outputs(func, tupled, diff_inputs)
+    if check_backward_ad:
+        _check_backward(
+            func,
+            tupled,
+            diff_inputs,
+            func_out,
+            numerical,
+            rtol,
+            atol,
+            nondet_tol,
+            check_undefined_grad,
+        )
+    if check_forward_ad:  # after the backward checks, as PyTorch orders them
+        _check_forward(func, tupled, diff_inputs, numerical, rtol, atol)
     return True
 
 
@@ -249,6 +254,87 @@ def _numerical_jacobian(
                     d = (b - a) / np.asarray(2 * eps, b.dtype)
                 cols[i][j][k] = d.reshape(-1)
     return [[Tensor._make(c) for c in per_out] for per_out in cols]
+
+
+def _check_backward(
+    func: Callable[..., Any],
+    tupled: tuple[Any, ...],
+    diff_inputs: list[Tensor],
+    func_out: tuple[Tensor, ...],
+    numerical: list[list[Tensor]],
+    rtol: float,
+    atol: float,
+    nondet_tol: float,
+    check_undefined_grad: bool,
+) -> None:
+    """check_backward_ad: the Jacobian from backward passes against the numerical one,
+    then PyTorch's zero and undefined grad_output checks."""
+    outputs = [(i, o) for i, o in enumerate(func_out) if o._requires_grad]
+    if not outputs:
+        for per_input in numerical:
+            for n in per_input:
+                if not np.allclose(n.data_, 0.0, rtol=rtol, atol=atol):
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
+        return
+    for k, (i, o) in enumerate(outputs):
+        analytical = _analytical_jacobian(o, diff_inputs, nondet_tol)
+        for j, a in enumerate(analytical):
+            n = numerical[i][j]
+            dt = np.promote_types(a.data_.dtype, n.data_.dtype)
+            with np.errstate(all="ignore"):
+                close = np.allclose(
+                    a.data_.astype(dt), n.data_.astype(dt), rtol=rtol, atol=atol, equal_nan=False
+                )
+            if not close:
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {k:d} with respect to input {j:d},\n"
+                    f"numerical:{n}\nanalytical:{a}\n"
+                )
+    diff_outputs = [o for _, o in outputs]
+    _zero_grad_outputs(diff_outputs, diff_inputs, "backward not multiplied by grad_output")
+    if check_undefined_grad:
+        _undefined_grad_outputs(func, tupled, diff_inputs)
+
+
+def _check_forward(
+    func: Callable[..., Any],
+    tupled: tuple[Any, ...],
+    diff_inputs: list[Tensor],
+    numerical: list[list[Tensor]],
+    rtol: float,
+    atol: float,
+) -> None:
+    """check_forward_ad: the Jacobian from forward-mode AD (one one-hot tangent per
+    input element, as PyTorch builds it) against the numerical one."""
+    from .autograd import forward_ad
+
+    positions = {id(x): j for j, x in enumerate(diff_inputs)}
+    for j, x in enumerate(diff_inputs):
+        cols = [np.zeros(n[j].data_.shape, n[j].data_.dtype) for n in numerical]
+        for k in range(x.data_.size):
+            onehot = np.zeros(x.data_.shape, x.data_.dtype)
+            onehot.reshape(-1)[k] = 1
+            with forward_ad.dual_level(), _muted():
+                args = tuple(
+                    forward_ad.make_dual(a, Tensor._make(onehot))
+                    if isinstance(a, Tensor) and positions.get(id(a)) == j
+                    else a
+                    for a in tupled
+                )
+                for i, o in enumerate(_outputs_of(func(*args))):
+                    tangent = forward_ad.unpack_dual(o).tangent
+                    if tangent is not None:
+                        cols[i][k] = tangent.data_.reshape(-1)
+        for i, n in enumerate(numerical):
+            a, num = cols[i], n[j].data_
+            with np.errstate(all="ignore"):
+                close = np.allclose(a, num, rtol=rtol, atol=atol, equal_nan=False)
+            if not close:
+                raise GradcheckError(
+                    f"Jacobian computed with forward mode mismatch for output {i:d} with "
+                    f"respect to input {j:d},\nnumerical:{n[j]}\n"
+                    f"analytical:{Tensor._make(a)}\n"
+                )
 
 
 def _analytical_jacobian(

@@ -237,6 +237,7 @@ UNSUPPORTED_MODULES: dict[str, str] = {
     "datetime": "timing is not available: adcli scripts print the same output on every run",
     "tqdm": "progress bars are not available: print the loss every few steps instead",
     "itertools": "use for loops, zip, enumerate and range",
+    "functorch": "functorch is torch.func now: use torch.func.jvp, grad, vmap or functional_call",
     "copy": "use tensor.clone() for tensors and list(x) or dict(x) for containers",
 }
 
