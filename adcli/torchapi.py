@@ -302,6 +302,9 @@ def _extend(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for name, members in extra.items():
             tables.setdefault(name, {}).update(members)
     signatures.conform_table("torch", tables["torch"])  # PyTorch's keyword names, out=
+    # torch.functional: the module behind a few torch names (tutorials import it as F)
+    tables["torch"]["functional"] = "module:torch.functional"
+    tables["torch.functional"] = {name: tables["torch"][name] for name in ("norm", "split")}
     tables["torch.nn.functional"].update(nn_functional.members())
     compat.wrap_factories(tables["torch"])
     return tables
