@@ -7,6 +7,8 @@ import functools
 import math
 from typing import Any
 
+import numpy as np
+
 from . import gradcheck as _gradcheck
 from . import nn as _nn
 
@@ -56,11 +58,12 @@ def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     return ops._factory_shape(size)
 
 
-def _float_dtype(dtype: Any) -> dtypes.DType:
+def _float_dtype(dtype: Any, kernel: str = "normal_kernel_cpu") -> dtypes.DType:
+    """The dtype of a random factory, or PyTorch's error from the kernel it would use."""
     dt = ops._dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
     if not dt.is_floating_point:
-        raise RuntimeError(
-            f"\"normal_kernel_cpu\" not implemented for '{dt.legacy.replace('Tensor', '')}'"
+        raise NotImplementedError(
+            f"\"{kernel}\" not implemented for '{dt.legacy.replace('Tensor', '')}'"
         )
     return dt
 
@@ -86,7 +89,7 @@ def rand(
     device: Any = None,
 ) -> Tensor:
     """Uniform samples in [0, 1), the same numbers as torch after manual_seed."""
-    dt = _float_dtype(dtype)
+    dt = _float_dtype(dtype, "check_uniform_bounds")
     gen = generator or rng.default_generator
     return ops._finish(gen.rand(_shape(size), dt.name), requires_grad)
 
@@ -116,6 +119,64 @@ def randperm(n: int, dtype: Any = None, generator: Any = None) -> Tensor:
     """A random permutation of 0..n-1."""
     gen = generator or rng.default_generator
     return ops._finish(gen.randperm(int(n)), False)
+
+
+_NORMAL_SIGNATURES = (
+    "but expected one of:\n"
+    " * (Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
+    " * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, "
+    "Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+)
+
+
+def normal(
+    mean: Any,
+    std: Any = 1.0,
+    size: Any = None,
+    *,
+    generator: Any = None,
+    dtype: Any = None,
+    layout: Any = None,
+    device: Any = None,
+    pin_memory: bool = False,
+    requires_grad: bool = False,
+) -> Tensor:
+    """Samples of N(mean, std**2), PyTorch's numbers after manual_seed: with number
+    arguments `empty(size).normal_(mean, std)`, with tensors `randn * std + mean`."""
+    gen = generator or rng.default_generator
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if size is None:
+            got = ", ".join(type(a).__name__ for a in (mean, std))
+            raise TypeError(
+                f"normal() received an invalid combination of arguments - got ({got}), "
+                + _NORMAL_SIGNATURES
+            )
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+        dt = _float_dtype(dtype)
+        values = gen.normal(_shape((size,)), float(mean), float(std), dt.name)
+        return ops._finish(values, requires_grad)
+    tensors = [a for a in (mean, std) if isinstance(a, Tensor)]
+    if grad_mode.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        raise NotImplementedError(
+            "adcli's torch.normal does not differentiate through mean and std: "
+            "write mean + std * torch.randn(shape) instead"
+        )
+    for t in tensors:
+        if t.data_.dtype.kind != "f":
+            _float_dtype(t.dtype)  # PyTorch's "not implemented for 'Long'"
+    if isinstance(std, Tensor) and bool(np.any(std.data_ < 0)):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    dt = dtypes.result_type(*tensors)
+    shape = np.broadcast_shapes(*(t.data_.shape for t in tensors))
+    noise = gen.randn(tuple(shape), dt.name)
+    sd = std.data_ if isinstance(std, Tensor) else np.asarray(std, dt.np)
+    mu = mean.data_ if isinstance(mean, Tensor) else np.asarray(mean, dt.np)
+    # two roundings, as PyTorch's out.mul_(std).add_(mean)
+    return ops._finish((noise * sd.astype(dt.np)).astype(dt.np) + mu.astype(dt.np), False)
 
 
 def randn_like(
@@ -196,6 +257,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     torch.update(_dtype_names())
     torch.update(
         randn=randn,
+        normal=normal,
         rand=rand,
         randint=randint,
         randperm=randperm,

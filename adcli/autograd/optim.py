@@ -37,6 +37,11 @@ class Optimizer:
     defaults: dict[str, Any] = {}
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or "
+                f"dicts, but got {params.type()}"
+            )
         params = list(params)
         if not params:
             raise ValueError("optimizer got an empty parameter list")
@@ -45,7 +50,9 @@ class Optimizer:
         for g in groups:
             group = dict(defaults)
             group.update(g)
-            group["params"] = list(group["params"])
+            ps = group["params"]
+            # a group's "params" may be one tensor (d2l's weight-decay groups)
+            group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
             for p in group["params"]:
                 if not isinstance(p, Tensor):
                     raise TypeError(

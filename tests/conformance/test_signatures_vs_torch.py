@@ -264,6 +264,8 @@ CASES: list[Case] = [
     c("torch.randn_like", input=X, dtype=F64, generator=None),
     c("torch.rand_like", input=X, dtype=F64, requires_grad=True),
     c("torch.randn", size=(2, 3), generator=None, dtype=F64, requires_grad=True),
+    c("torch.normal", mean=0.5, std=2.0, size=(2, 3), generator=None, dtype=F64),
+    c("torch.normal", mean=X, std=0.5),
     c("torch.rand", size=(2, 3), dtype=F64, device="cpu"),
     c("torch.randint", low=0, high=5, size=(2, 3)),
     c("torch.randperm", n=5, dtype=D("int64")),
