@@ -383,6 +383,11 @@ def _run(
                 break
             grads = buffers.pop(node, None) or [None] * _n_outputs(node)
             if needed is not None and node not in needed:
+                # PyTorch still calls the tensor hooks of a node it reached (a root's)
+                if node.pre_hooks or type(node) is AccumulateGrad:
+                    grads, _ = _pre_hooks(node, grads)
+                if node.retained:
+                    _retain(node, grads, create_graph)
                 continue
             if type(node) is AccumulateGrad:
                 grads, changed = _pre_hooks(node, grads)
@@ -586,7 +591,7 @@ def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
     for nr, ref in retained.items():
         t = ref()
         g = grads[nr]
-        if t is None or g is None or t.grad_fn is not node:
+        if t is None or g is None or t._grad_fn is not node:  # (no lazy re-derivation)
             continue
         if t._grad is None:
             if create_graph and g._requires_grad:
@@ -636,8 +641,8 @@ def _apply_count_error(node: Node, outs: Sequence[Tensor | None]) -> None:
 
 def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool) -> None:
     var = node.variable
-    if var is None or g is None:
-        return
+    if var is None or g is None or not var._requires_grad:
+        return  # (PyTorch's AccumulateGrad skips a leaf that stopped requiring grad)
     if var._grad is None:
         if create_graph and g._requires_grad:
             # PyTorch copies into a fresh tensor: the grad's grad_fn is CopyBackwards

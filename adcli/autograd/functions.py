@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels32, ops
-from .node import Function
+from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
 
@@ -2374,7 +2374,8 @@ class Index(_Getitem):
     def forward(ctx, a, index, kept=()):
         _keep(ctx, *(index if isinstance(index, tuple) else (index,)), kept=kept)
         ctx.index, ctx.shape = index, a.data_.shape
-        return a.data_[index]
+        # PyTorch's result is contiguous (NumPy's is not after a slice): views of it work
+        return np.ascontiguousarray(a.data_[index])
 
     def backward(ctx, g):
         _check_kept(ctx)
@@ -2393,7 +2394,11 @@ class AsStrided(_Getitem):
         return strided if strided is not None else a.data_[index]
 
     def backward(ctx, g):
-        return (AsStridedGrad.apply(g, index=ctx.index, shape=ctx.shape),)
+        r = AsStridedGrad.apply(g, index=ctx.index, shape=ctx.shape)
+        # PyTorch returns a view (of the fresh storage it scattered g into): an in-place
+        # change of the gradient then records on that storage, and views' rules apply
+        strides = tuple(st // r.data_.itemsize for st in r.data_.strides)
+        return (ops.as_strided(r, r.data_.shape, strides, 0),)
 
 
 class AsStridedGrad(Function):
@@ -2629,6 +2634,8 @@ class CopySlicesOp(Function):
         return out
 
     def backward(ctx, g):
+        if getattr(ctx, "freed", False):  # PyTorch drops the wrapped node after one pass
+            raise SavedTensorError(FREED_MESSAGE, ctx)
         if getattr(ctx, "overlapping", False):
             raise RuntimeError(OVERLAP_MESSAGE)
         node = ctx.node
@@ -2644,6 +2651,7 @@ class CopySlicesOp(Function):
     def release(self, marker: Any = None) -> None:
         super().release(marker)
         self.node.release(marker)
+        self.freed = True
 
 
 def _along(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:

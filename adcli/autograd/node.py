@@ -60,6 +60,15 @@ def _saved_in_order(tensors: tuple[Any, ...], order: tuple[int, ...]) -> tuple[A
     return tuple(out)
 
 
+# Non-leaf tensors `detach_()` made leaves: a saved input among them can no longer be
+# used (PyTorch's saved variable needs the grad_fn it had).
+DETACHED_IN_PLACE: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+DETACHED_MESSAGE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+    "This is not supported, please use out-of-place `.detach()` instead"
+)
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.  Under
     saved-tensor hooks it keeps what `pack(tensor)` returned instead of the tensor,
@@ -98,6 +107,9 @@ class SavedTensor:
         """The saved tensor, after checking that no in-place op changed it."""
         if self.counter[0] != self.version:
             raise SavedTensorError(_version_message(self, node), node, self.counter)
+        t = self.tensor
+        if DETACHED_IN_PLACE and t is not None and DETACHED_IN_PLACE.get(id(t)) is t:
+            raise RuntimeError(DETACHED_MESSAGE)
         if self.hooked is not None:
             packed, unpack = self.hooked
             return unpack(packed)

@@ -529,6 +529,11 @@ def clamp(a: Tensor, min: Any = None, max: Any = None) -> Tensor:
         hi = max if max is None or isinstance(max, Tensor) else _scalar_tensor(max, a.dtype)
         dt = dtypes.result_type(*[x for x in (a, lo, hi) if x is not None]).np
         check_broadcast(*[x.data_.shape for x in (a, lo, hi) if x is not None])
+        cur = a.data_
+        for x in (lo, hi):  # PyTorch's sentence names the shape so far and the next operand
+            if x is not None:
+                _broadcast_check(cur, x.data_)
+                cur = np.broadcast_to(cur, np.broadcast_shapes(cur.shape, x.data_.shape))
         return F.ClampTensor.apply(a, lo, hi, dtype=dt)
     dt = _clamp_scalar_dtype(a, min, max)
     if dt != a.dtype:  # an int or bool tensor (no graph) with a wider bound: promote first
@@ -728,6 +733,7 @@ def allclose(
     _tensor_operands("allclose", a, b, _method)
     if a.data_.dtype != b.data_.dtype:
         raise RuntimeError(f"{_legacy_name(a)} did not match {_legacy_name(b)}")
+    _broadcast_check(a.data_, b.data_)
     return bool(np.allclose(a.data_, b.data_, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
@@ -1339,6 +1345,11 @@ def _resolve_shape(shape: tuple[int, ...], n: int) -> tuple[int, ...]:
         raise RuntimeError("only one dimension can be inferred")
     known = math.prod(s for s in shape if s != -1)
     if -1 in shape:
+        if known == 0 and n == 0:
+            raise RuntimeError(
+                f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                "unspecified dimension size -1 can be any value and is ambiguous"
+            )
         if known == 0 or n % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
         shape = tuple(n // known if s == -1 else s for s in shape)
@@ -2132,6 +2143,8 @@ def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
         return None
     b, v = base.data_, view.data_
     if v.size == 0:
+        if b.ndim == 0:  # NumPy's 0-d False mask picks nothing from a 0-d base
+            return (np.zeros((), bool),) if v.ndim == 1 else None
         return tuple(np.zeros(v.shape, np.intp) for _ in b.shape)
     if b.size == 0:
         return None
@@ -2234,7 +2247,9 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     idx = view_position(view)
     if idx is None:  # the view's place in its base cannot be told: update the view alone
         return None
-    stand_in = Tensor._make(view.data_.copy(), True)  # the view's old value, for fn's node
+    # the view's old value, for fn's node (requiring grad as the view does: a value
+    # saved from it then requires grad only when the base does)
+    stand_in = Tensor._make(view.data_.copy(), view.requires_grad)
     result = fn(stand_in, *args, **kwargs)
     node = result.grad_fn
     value = result.data_
@@ -2327,10 +2342,11 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
                 f"{_legacy_name(a)} for the destination and {_legacy_name(v)} for the source."
             )
         _warn_expanded(a, parts, v)
-    elif advanced:  # 0-d masks: True adds a dim of size 1 (as None does), False picks nothing
-        if not _py.all(bool(p) for p in parts if _is_0d_mask(p)):
-            return
-        parts = tuple(None if _is_0d_mask(p) else p for p in parts)
+    elif advanced:
+        # 0-d masks: True adds a dim of size 1 (as None does), False one of size 0, which
+        # PyTorch still writes through (a CopySlices that changes nothing; NumPy's own
+        # 0-d mask makes that empty selection)
+        parts = tuple(None if _is_0d_mask(p) and bool(p) else p for p in parts)
         idx = parts if len(parts) != 1 else parts[0]
         advanced = whole = False
     record = grad_mode.state.enabled and (a.requires_grad or (v is not None and v.requires_grad))
@@ -2340,10 +2356,20 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     if not advanced and v is not None and not v.data_.ndim:
         fills = a.data_[idx if isinstance(idx, tuple) else (idx,)].ndim > 0
     record = record and (advanced or fills or a.dtype.is_floating_point)
+    if v is not None and not advanced and v.data_.ndim and v.data_.shape[0] == 1:
+        # PyTorch drops the value's leading size-1 dims when the shapes differ
+        target_shape = a.data_[idx if isinstance(idx, tuple) else (idx,)].shape
+        if v.data_.shape != target_shape:
+            shape = v.data_.shape
+            k = next((i for i, n in enumerate(shape) if n != 1), len(shape))
+            v = reshape(v, shape[k:])
     if record and whole and not advanced:
         # a subscript that keeps every element is no view to PyTorch: `a[:] = 2` is
-        # a.fill_(2) (FillBackward3), `a[...] = t` is a.copy_(t) (CopyBackwards)
-        if v is None:  # the number arrives as a 0-d tensor, as PyTorch wraps it
+        # a.fill_(2) (FillBackward3), `a[...] = t` is a.copy_(t) (CopyBackwards), and so
+        # is a number into a 0-d tensor (the shapes are equal)
+        if v is None and not a.data_.ndim:
+            a.copy_(_scalar_tensor(value, a.dtype))
+        elif v is None:  # the number arrives as a 0-d tensor, as PyTorch wraps it
             a.fill_(_scalar_tensor(value, a.dtype))
         elif fills:
             a.fill_(v)
@@ -3032,6 +3058,7 @@ def _reshape_as(a: Tensor, other: Tensor) -> Tensor:
 
 
 def _masked_fill_(a: Tensor, mask: Tensor, value: Any) -> Tensor:
+    a._check_inplace((value,))  # autograd's checks come before the kernel's warning
     if _expanded(a.data_):
         _config.warn(EXPANDED_WARNING.format("masked_fill_", "[mask] = scalar", 2450))
     return a._inplace(lambda t, v: masked_fill(t, mask, v), value, _overlap_ok=True)

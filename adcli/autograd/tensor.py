@@ -221,7 +221,11 @@ class Tensor:
     @property
     def _node(self) -> Node | None:
         """grad_fn for readers outside scripts (reports, labels): None where reading
-        it would raise PyTorch's error for a view that can no longer be re-derived."""
+        it would raise PyTorch's error for a view that can no longer be re-derived.
+        Reading it never re-derives a view's node: that is the script's to trigger
+        (PyTorch moves a view's retain_grad to the new node only then)."""
+        if self._base is not None and self._view_version != self._vc[0]:
+            return self._grad_fn
         try:
             return self.grad_fn
         except RuntimeError:
@@ -405,6 +409,8 @@ class Tensor:
                 "called on these gradients. To fix this error, please refer to the "
                 "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
             )
+        if self._grad_fn is not None:  # a saved input it was can no longer be used
+            _node.DETACHED_IN_PLACE[id(self)] = self
         self.grad_fn = None
         self._requires_grad = False
         self._retains_grad = False

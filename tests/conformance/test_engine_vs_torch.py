@@ -100,6 +100,7 @@ print(t.grad)
 def test_node_post_hooks_see_gradients_reduced_and_cast_to_the_inputs() -> None:
     # PyTorch fits each gradient to its input's shape and dtype before the post hooks
     check("""
+torch.manual_seed(0)
 t2 = torch.linspace(-1.0, 1.0, 3, requires_grad=True)
 t3 = t2[::2]
 t5 = torch.tensor([[-1.0, 1.0]])
@@ -576,4 +577,290 @@ h, = torch.autograd.grad((g * g).sum(), w, create_graph=True)
 print(g, h)
 k = torch.autograd.grad(h.sum(), x, allow_unused=True)
 print(k)
+""")
+
+
+def test_a_false_0d_mask_still_writes_through_an_empty_view() -> None:
+    # `y[torch.tensor(False)] = v` records a CopySlices (and checks the leaf view);
+    # `y[False] = v` does nothing
+    check("""
+a = torch.tensor(2.0, requires_grad=True)
+for m in (torch.tensor(False), torch.tensor(True)):
+    for v in (1.0, torch.tensor(3.0), torch.tensor(3.0, requires_grad=True), torch.tensor([4.0])):
+        y = a * 1
+        try:
+            y[m] = v
+            print(y, y.grad_fn.next_functions)
+            y.backward()
+            print(a.grad)
+        except Exception as e:
+            print(repr(e))
+        a.grad = None
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+y = x * 1
+y[torch.tensor(False)] = 5.0
+print(y, y.grad_fn, y.grad_fn.next_functions)
+y[False] = 5.0
+print(y, y.grad_fn)
+z = x * 1
+z[x > 5] = 1.0
+print(z, z.grad_fn)
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+for idx in (False, torch.tensor(False), torch.tensor([False, False])):
+    try:
+        x[idx] = 1.0
+        print("ok", x)
+    except Exception as e:
+        print(repr(e))
+d = x.detach()
+d[torch.tensor(False)] = 1.0
+d[False] = 1.0
+print(d)
+""")
+
+
+def test_an_in_place_op_on_a_view_saves_the_view_as_the_base_requires_grad() -> None:
+    # the view's old value, saved by mul_, requires grad only when its base does
+    check("""
+t8 = torch.tensor([1.0, 2.0])
+t19 = torch.tensor(-1.0, requires_grad=True)
+t8[0].mul_(t19)
+t8[1:].add_(t19 * 2)
+print(t8, t8.grad_fn, t8.grad_fn.next_functions)
+g20, g21 = torch.autograd.grad(t8.sum(), [t19, t8], create_graph=True)
+print(g20, g21)
+b = torch.tensor([1.0, 2.0], requires_grad=True) * 1
+b[0].mul_(t19)
+print(b, b.grad_fn.next_functions)
+print(torch.autograd.grad(b.sum(), [t19], create_graph=True))
+w = torch.tensor([3.0])
+w[0].pow_(t19)
+print(w, torch.autograd.grad(w.sum(), t19, create_graph=True))
+""")
+
+
+def test_as_strided_gradients_are_views() -> None:
+    # PyTorch returns as_strided's gradient as a view of a fresh storage: in-place
+    # changes re-derive its AsStridedBackward0, and the view-of-a-leaf rules apply
+    check("""
+t2 = torch.tensor([[1.0, -2.0, 3.0], [0.5, 2.0, -1.0]], requires_grad=True)
+t11 = torch.as_strided(t2, (3,), (2,))
+g12, = torch.autograd.grad(t11.sum(), t2, create_graph=True)
+print(g12)
+g12.requires_grad_()
+try:
+    g12.relu_()
+except Exception as e:
+    print(repr(e))
+t1 = torch.zeros(2, requires_grad=True)
+t8 = torch.as_strided(t1, (1,), (2,))
+g9, = torch.autograd.grad(t8, t1, create_graph=True)
+g9 -= t1
+print(g9)
+a = torch.tensor([-1.0, 1.0], requires_grad=True)
+w = torch.tensor([[-1.0, 1.0]], requires_grad=True)
+g20, = torch.autograd.grad(w.mv(torch.as_strided(a, (2,), (1,))), a, create_graph=True)
+g20.pow_(2)
+print(g20, g20.grad_fn.next_functions)
+y = torch.as_strided(t2, (2, 2), (1, 2), 1)
+g, = torch.autograd.grad((y * y).sum(), t2, create_graph=True)
+print(g, g.grad_fn)
+print(torch.autograd.grad(g.sum(), t2))
+h, = torch.autograd.grad(y.sum(), t2)
+h[0, 0] = 5.0
+print(h)
+""")
+
+
+def test_array_indexing_results_are_contiguous() -> None:
+    # so flatten/view of one are views, and in-place changes through them record
+    check("""
+t1 = torch.tensor([[1.0, -1.0], [-1.0, -1.0]], requires_grad=True)
+for f in (lambda t: t[:, [0, 1]], lambda t: t * 1, lambda t: t[[0, 1]], lambda t: t[t > -5]):
+    t6 = f(t1)
+    t8 = t6.flatten()
+    t8.exp_()
+    print(t8, t6.grad_fn)
+    t9 = t6.view(-1)
+    t9.mul_(2)
+    print(t9, t6.grad_fn)
+""")
+
+
+def test_setitem_copies_or_fills_as_pytorch_and_drops_leading_ones_of_the_value() -> None:
+    # equal shapes: copy_ (a number into a 0-d tensor too); one value into several
+    # elements: fill_; a value's leading size-1 dims are dropped
+    check("""
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+s = torch.tensor(3.0, requires_grad=True)
+def w0(y, v):
+    y[0] = v
+def w1(y, v):
+    y[:] = v
+def w2(y, v):
+    y[...] = v
+def w3(y, v):
+    y[0:1] = v
+def w4(y, v):
+    y[None] = v
+for w in (w0, w1, w2, w3, w4):
+    for v in (5, 5.0, torch.tensor(5.0), torch.tensor([5.0]), s):
+        for base in (lambda: x * 1, lambda: (x * 1).sum()):
+            y = base()
+            try:
+                w(y, v)
+                print(y.grad_fn, y.grad_fn.next_functions)
+            except Exception as e:
+                print(repr(e)[:60])
+t3 = torch.tensor(1.0)
+t9 = t3.flatten()
+t14 = torch.tensor([], requires_grad=True)
+t9[1:] = t14
+print(t9, t3, t9.grad_fn, t3.grad_fn)
+""")
+
+
+def test_in_place_through_a_view_cannot_be_backpropagated_twice() -> None:
+    # PyTorch's CopySlices drops the node it wraps after one pass
+    check("""
+def twice(f):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = f(x)
+    y.sum().backward()
+    try:
+        y.sum().backward()
+        print("no error", x.grad)
+    except Exception as e:
+        print(repr(e)[:60])
+def f1(x):
+    y = x * 1
+    y[0] = 5.0
+    return y
+def f2(x):
+    y = x * 1
+    y[torch.tensor([0])] = 5.0
+    return y
+def f3(x):
+    y = x * 1
+    y[y > 1] = 5.0
+    return y
+def f4(x):
+    y = x * 1
+    y[:] = 5.0
+    return y
+def f5(x):
+    y = x * 1
+    y[0:1] = torch.tensor([5.0], requires_grad=True)
+    return y
+def f6(x):
+    y = x.sum(0)
+    v = y.t()
+    v[...] = 1.0
+    return v
+def f7(x):
+    y = x * 1
+    v = y.view(2)
+    v.add_(2.0)
+    return y
+for f in (f1, f2, f3, f4, f5, f6, f7):
+    twice(f)
+""")
+
+
+def test_a_saved_input_detached_in_place_cannot_be_used() -> None:
+    # and a leaf that stopped requiring grad gets no .grad
+    check("""
+def run(f):
+    try:
+        print(f())
+    except Exception as e:
+        print(repr(e)[:90])
+def a():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    x.requires_grad_(False)
+    y.sum().backward()
+    return x.grad
+def b():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    t = x * 2
+    y = t * t
+    t.detach_()
+    y.sum().backward()
+    return x.grad
+def c():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    t = x * 2
+    y = t.exp()
+    y.detach_()
+    return torch.autograd.grad(y.sum(), x)
+def d():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    t = x * 2
+    y = t + 1
+    t.detach_()
+    y.sum().backward()
+    return x.grad
+def e():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    t = x.exp()
+    y = t * 3
+    t.detach_()
+    t.requires_grad_()
+    y.sum().backward()
+    return x.grad
+def f():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    t = x.exp()
+    z = t.sin()
+    t.detach_()
+    z.sum().backward()
+    return x.grad
+for fn in (a, b, c, d, e, f):
+    run(fn)
+""")
+
+
+def test_the_hooks_and_retain_grad_of_an_unneeded_root_still_run() -> None:
+    check("""
+t17 = torch.ones((3,), requires_grad=True)
+t22 = torch.tensor(-1.0, requires_grad=True)
+t27 = t22.squeeze()
+t27.retain_grad()
+print(t27.grad_fn)
+try:
+    r35 = torch.autograd.grad(t27, [t17])
+except Exception as e:
+    print(repr(e)[:50])
+print(t27.grad)
+t28 = t22 * 2
+t28.retain_grad()
+try:
+    r35 = torch.autograd.grad(t28, [t17])
+except Exception as e:
+    print(repr(e)[:50])
+print(t28.grad)
+
+t3 = torch.tensor([-1.0, 1.0], requires_grad=True)
+h4 = t3.register_hook(lambda g: print("hook", g))
+t8 = torch.tensor([1.0], requires_grad=True)
+go = torch.tensor([-1.0, 1.0])
+print(torch.autograd.grad(t3, [t8], grad_outputs=go, allow_unused=True))
+""")
+
+
+def test_retain_grad_stays_on_a_view_node_until_the_script_reads_grad_fn() -> None:
+    # (adcli's reports must not re-derive the node behind the script's back)
+    check("""
+t3 = torch.full((), 0.0, requires_grad=True)
+t5 = t3[()]
+print(t5.grad_fn)
+t5.retain_grad()
+torch.autograd.backward(t5, torch.tensor(1.0))
+t15 = torch.stack([t5])
+print(t15.grad_fn.next_functions)
+with torch.no_grad():
+    t5.fill_(-1.0)
+t15.backward()
+print('@21', t5.grad, t3.grad)
 """)

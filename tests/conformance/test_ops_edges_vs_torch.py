@@ -278,3 +278,48 @@ print(torch.norm(t3, p=3, keepdim=True), torch.norm(t3, p=3), t3.norm(3))
 print(torch.linalg.vector_norm(t3, 3))
 print(torch.norm(torch.tensor([3.0, 4.0]), p=1.5), torch.norm(torch.tensor([3.0]), p=1.5))
 """)
+
+
+def test_reshape_of_nothing_and_allclose_shapes_are_refused_as_pytorch() -> None:
+    check("""
+run([
+    lambda: torch.tensor([]).reshape(-1, 0), lambda: torch.zeros(0).view(0, -1),
+    lambda: torch.zeros(4).reshape(-1, 0), lambda: torch.zeros(0).reshape(2, -1),
+    lambda: torch.allclose(torch.ones(3), torch.ones(2)),
+    lambda: torch.allclose(torch.ones(3), torch.ones(1, 3)),
+])
+""")
+
+
+def test_clamp_names_the_shape_so_far_and_the_next_bound_when_they_do_not_broadcast() -> None:
+    check("""
+a = torch.zeros(2, 2)
+z = torch.zeros
+for lo, hi in [(z(1, 3, 2), None), (None, z(3, 1)), (z(3), z(2)), (z(2), z(3)),
+               (z(1, 3, 2), z(4, 1, 1))]:
+    try:
+        print(torch.clamp(a, lo, hi).shape)
+    except Exception as e:
+        print(repr(e))
+""")
+
+
+def test_masked_fill_on_an_expanded_view_of_a_leaf_refuses_before_it_warns() -> None:
+    from adcli.autograd import ops
+    from adcli.autograd.config import _default_warn, config
+
+    messages = []
+    for lib in (torch, None):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m = torch if lib is torch else ops
+            saved, config.warn = config.warn, _default_warn
+            try:
+                t = m.ones(1, 3, requires_grad=True).expand(2, 3)
+                t.masked_fill_(t > 0, 0.75)
+            except RuntimeError as e:
+                caught.append(warnings.WarningMessage(str(e), RuntimeError, "", 0))
+            finally:
+                config.warn = saved
+        messages.append([(w.category, str(w.message)) for w in caught])
+    assert messages[0] == messages[1] and messages[0]

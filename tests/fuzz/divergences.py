@@ -43,9 +43,9 @@ DELIBERATE: tuple[Divergence, ...] = (
         "gradient-views",
         "error-missing",
         r"Can't detach views in-place",
-        "Some of PyTorch's backward formulas return views (as_strided's, the expand in "
-        "sum's), so detach_() on such a gradient is refused; adcli's gradients are plain "
-        "tensors.",
+        "Some of PyTorch's backward formulas return views (linear's bias gradient), so "
+        "detach_() on such a gradient is refused; adcli's are plain tensors there (its "
+        "sum, expand and as_strided gradients are views, as PyTorch's).",
         side="torch",
     ),
     Divergence(
