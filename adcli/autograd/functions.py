@@ -33,6 +33,11 @@ def _d(t: Tensor | float, dt: np.dtype) -> np.ndarray:
     return a if a.dtype == dt else a.astype(dt)
 
 
+def _c_order(x: np.ndarray) -> np.ndarray:
+    """x in C order (a copy only when it is not; 0-d stays 0-d, unlike ascontiguousarray)."""
+    return x if x.flags.c_contiguous else x.copy(order="C")
+
+
 def _ones_like(t: Tensor) -> Tensor:
     return Tensor._make(np.ones(t.data_.shape, t.data_.dtype))
 
@@ -173,13 +178,15 @@ class RemainderTensor(Function):
     grad_fn_name = "RemainderBackward1"
 
     def forward(ctx, a, b, dtype):
-        ctx.save(a, b)
+        if ctx.needs_input_grad[1]:  # only b's gradient reads them: PyTorch saves them then
+            ctx.save(a, b)
         return _remainder(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
+        if not ctx.needs_input_grad[1]:
+            return g, None
         a, b = ctx.saved_tensors
-        gb = -g * ops.div(a, b, rounding_mode="floor") if ctx.needs_input_grad[1] else None
-        return g, gb
+        return g, -g * ops.div(a, b, rounding_mode="floor")
 
     def jvp(ctx, ts, xs, r):
         (ta, tb), (a, b) = ts, xs
@@ -353,7 +360,15 @@ def _pow_scalar(x: np.ndarray, e: Any) -> np.ndarray:
             }.get(e)
             if special is not None and not isinstance(e, bool):
                 return special()
+        if x.dtype == np.float32:  # nearest PyTorch's powf: in float64, rounded once
+            return _powf(x, np.asarray(e, np.float32))
         return np.power(x, np.asarray(e, x.dtype))
+
+
+def _powf(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """float32 x ** e computed in float64 and rounded once (NumPy's float32 power is
+    off PyTorch's in the last bit for about a fifth of the values, this for 2%)."""
+    return np.power(x.astype(np.float64), e.astype(np.float64)).astype(np.float32)
 
 
 class PowTensor(Function):
@@ -364,6 +379,8 @@ class PowTensor(Function):
     def forward(ctx, a, b, dtype):
         ctx.save_output(a, b)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if dtype == np.float32:
+                return _powf(_d(a, dtype), _d(b, dtype))
             return np.power(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
@@ -393,6 +410,8 @@ class PowScalarBase(Function):
         ctx.base = base
         ctx.save_output(b)  # PyTorch saves the exponent too (version-checked)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if dtype == np.float32:
+                return _powf(np.asarray(base, dtype), _d(b, dtype))
             return np.power(np.asarray(base, dtype), _d(b, dtype))
 
     def backward(ctx, g):
@@ -1569,6 +1588,19 @@ class _AmaxAmin(Function):
         )
 
 
+def _first_of_ties(x: np.ndarray, r: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+    """A zero extreme `r` (kept dims) with the sign of the first element equal to it in
+    the reduction order: PyTorch's amax/amin keep the first of 0 and -0, NumPy's the last."""
+    if x.dtype.kind != "f" or not dims or not x.size or not (r == 0).any():
+        return r
+    keep = [d for d in range(x.ndim) if d not in dims]
+    flat = np.transpose(x, keep + list(dims)).reshape(*(x.shape[d] for d in keep), -1)
+    target = r.reshape(flat.shape[:-1] + (1,))
+    first = np.argmax(flat == target, axis=-1)[..., None]
+    picked = np.take_along_axis(flat, first, -1).reshape(r.shape)
+    return np.where(r == 0, picked, r)
+
+
 class Amax(_AmaxAmin):
     """max over dims; ties share the gradient"""
 
@@ -1577,7 +1609,8 @@ class Amax(_AmaxAmin):
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
         ctx.save_output(a)
-        return np.max(a.data_, axis=dims, keepdims=keepdim)
+        r = _first_of_ties(a.data_, np.max(a.data_, axis=dims, keepdims=True), dims)
+        return r if keepdim else np.squeeze(r, dims)
 
 
 class Amin(_AmaxAmin):
@@ -1588,7 +1621,8 @@ class Amin(_AmaxAmin):
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
         ctx.save_output(a)
-        return np.min(a.data_, axis=dims, keepdims=keepdim)
+        r = _first_of_ties(a.data_, np.min(a.data_, axis=dims, keepdims=True), dims)
+        return r if keepdim else np.squeeze(r, dims)
 
 
 class Norm(Function):
@@ -2375,7 +2409,7 @@ class Index(_Getitem):
         _keep(ctx, *(index if isinstance(index, tuple) else (index,)), kept=kept)
         ctx.index, ctx.shape = index, a.data_.shape
         # PyTorch's result is contiguous (NumPy's is not after a slice): views of it work
-        return np.ascontiguousarray(a.data_[index])
+        return _c_order(a.data_[index])
 
     def backward(ctx, g):
         _check_kept(ctx)
@@ -2784,7 +2818,7 @@ class Softmax(Function):
     def forward(ctx, a, dim):
         ctx.dim = dim
         ctx.save_output()
-        x = ops.float_data(a)
+        x = _c_order(ops.float_data(a))  # PyTorch's kernel: a contiguous result
         dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
         if x.dtype == np.float32 and x.ndim and x.size:
             return kernels32.softmax(x, dim)
@@ -2849,7 +2883,7 @@ class LogSoftmax(Function):
     def forward(ctx, a, dim):
         ctx.dim = dim
         ctx.save_output()
-        x = ops.float_data(a)
+        x = _c_order(ops.float_data(a))  # PyTorch's kernel: a contiguous result
         if not x.size:
             return x.copy()
         dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself

@@ -46,7 +46,11 @@ SAVED_HOOKS: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
 
 # Nodes whose saved tensors PyTorch packs and unpacks in another order than adcli's
 # `save` keeps them: grad_fn name -> the slots in PyTorch's order.
-PACK_ORDER: dict[str, tuple[int, ...]] = {"DivBackward0": (1, 0), "PowBackward1": (1, 0, 2)}
+PACK_ORDER: dict[str, tuple[int, ...]] = {
+    "DivBackward0": (1, 0),
+    "PowBackward1": (1, 0, 2),
+    "DotBackward0": (1, 0),
+}
 
 
 def _saved_in_order(tensors: tuple[Any, ...], order: tuple[int, ...]) -> tuple[Any, ...]:
@@ -355,7 +359,9 @@ class Function(Node):
     def release(self, marker: Freed | None = None) -> None:
         """Free the saved tensors (after a backward without retain_graph); `marker`
         records which pass freed them."""
-        if self.saved:  # a Freed marker is falsy: released once only
+        # (a Freed marker is falsy: released once only; slots that saved nothing, as
+        # PyTorch's never-defined saved variables, leave nothing to free)
+        if self.saved and any(s is not None for s in self.saved):
             if _config.record_inputs:
                 self.sym_saved = self.saved  # adcli.symbolic: kept for gradient formulas
             self.saved = marker if marker is not None else _FREED

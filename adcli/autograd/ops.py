@@ -658,7 +658,11 @@ def compare(kind: str, a: Any, b: Any) -> Tensor:
         if kind == "ne":
             return True  # type: ignore[return-value]
     ta, tb, dt = _binary(a, b)
-    return Tensor._make(_CMP[kind](ta.data_.astype(dt), tb.data_.astype(dt)))
+    # (no copy when the dtype is already right: astype's copy of an expanded operand
+    # has a scrambled layout, which the result would inherit)
+    return Tensor._make(
+        _CMP[kind](ta.data_.astype(dt, copy=False), tb.data_.astype(dt, copy=False))
+    )
 
 
 def bitwise(kind: str, a: Any, b: Any) -> Tensor:
@@ -668,7 +672,7 @@ def bitwise(kind: str, a: Any, b: Any) -> Tensor:
         name = dtypes.of_array(np.empty(0, dt)).legacy.removesuffix("Tensor")
         raise NotImplementedError(f"\"bitwise_{kind}_cpu\" not implemented for '{name}'")
     f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
-    return Tensor._make(f(ta.data_.astype(dt), tb.data_.astype(dt)))
+    return Tensor._make(f(ta.data_.astype(dt, copy=False), tb.data_.astype(dt, copy=False)))
 
 
 def logical_not(a: Tensor) -> Tensor:
@@ -969,7 +973,11 @@ def _amax_dims(name: str, a: Tensor, dim: Any) -> tuple[int, ...]:
         check_nonempty(a, name)
         return _dims(None, a.data_.ndim)
     dims = _dims(dim, a.data_.ndim)
-    check_reduce_dims(a, name, dims)
+    given = [int(d) for d in dim] if isinstance(dim, (list, tuple)) else [int(dim)]
+    shape = a.data_.shape
+    for d, g in zip(dims, sorted(given, key=lambda g: g % _py.max(len(shape), 1)), strict=False):
+        if d < len(shape) and shape[d] == 0:  # (PyTorch names the dim as it was given)
+            raise IndexError(f"{name}(): Expected reduction dim {g} to have non-zero size.")
     return dims
 
 
@@ -1451,8 +1459,8 @@ def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def ravel(a: Tensor) -> Tensor:
-    """All dims merged into one."""
-    return reshape(a, (-1,))
+    """All dims merged into one: PyTorch's `contiguous().view(-1)`."""
+    return view(contiguous(a), -1)
 
 
 # How a view was made, when that restricts in-place changes (PyTorch's CreationMeta)
@@ -1579,13 +1587,15 @@ def _expanded_shape(a: Tensor, s: list[int], src: tuple[int, ...] | None = None)
             f"({len(src)})"
         )
     lead = len(s) - len(src)
-    for i, n in enumerate(src):
+    given = list(s)
+    for i in reversed(range(len(src))):  # PyTorch checks from the last dim
+        n = src[i]
         if s[lead + i] == -1:
             s[lead + i] = n
         elif n != 1 and s[lead + i] != n:
             raise RuntimeError(
                 f"The expanded size of the tensor ({s[lead + i]}) must match the existing size "
-                f"({n}) at non-singleton dimension {lead + i}.  Target sizes: {s}.  Tensor "
+                f"({n}) at non-singleton dimension {lead + i}.  Target sizes: {given}.  Tensor "
                 f"sizes: {list(src)}"
             )
     return tuple(s)
@@ -2269,6 +2279,12 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
         out.grad_fn.overlapping = True
     base.data_[idx] = value.astype(base.data_.dtype, copy=False)
     base._vc[0] += 1
+    if node is not None and type(node.saved) is tuple:
+        # the op's saved output is the view itself now (PyTorch's sqrt_ saves it): a
+        # later in-place change of the view or its base must fail its backward
+        for saved in node.saved:
+            if saved is not None and getattr(saved, "is_output", False):
+                saved.counter, saved.version = base._vc, base._vc[0]
     _adopt_node(base, out)
     # the view (sharing the base's version counter) re-derives its node when next read
     return view

@@ -222,10 +222,12 @@ class Tensor:
     def _node(self) -> Node | None:
         """grad_fn for readers outside scripts (reports, labels): None where reading
         it would raise PyTorch's error for a view that can no longer be re-derived.
-        Reading it never re-derives a view's node: that is the script's to trigger
-        (PyTorch moves a view's retain_grad to the new node only then)."""
+        It does not re-derive the node of a view that retains its grad or has hooks:
+        where those go is decided when the script itself reads grad_fn, as in PyTorch."""
         if self._base is not None and self._view_version != self._vc[0]:
-            return self._grad_fn
+            old = self._grad_fn
+            if self._retains_grad or (old is not None and old.pre_hooks):
+                return old
         try:
             return self.grad_fn
         except RuntimeError:

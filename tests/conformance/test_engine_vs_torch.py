@@ -864,3 +864,94 @@ with torch.no_grad():
 t15.backward()
 print('@21', t5.grad, t3.grad)
 """)
+
+
+def test_an_in_place_op_on_a_view_saves_the_view_as_its_output() -> None:
+    # sqrt_/tanh_ on a view save the view: a later in-place change fails the backward
+    # with the version error, before any freed node further down is reached
+    check("""
+t2 = torch.full((2, 3), 0.0)
+t5 = torch.tensor([[1.0, 1.0, 1.0], [-1.0, 0.0, -1.0]], requires_grad=True)
+t6 = torch.nn.CrossEntropyLoss()(t5, torch.tensor([1, 0]))
+t8 = torch.tensor([[1.0, 0.0], [1.0, -1.0], [1.0, 1.0]])
+t9 = t6.addmm(t8, t2)
+t11 = t9.select(-2, 2)
+t11.sqrt_()
+t6.backward()
+t11 **= 2
+try:
+    t11.sum().backward()
+except Exception as e:
+    print('@13!', repr(e))
+t2 = torch.zeros(1, 3, requires_grad=True)
+t3 = torch.tensor([-1.0, -1.0, 1.0])
+t4 = t2 @ t3
+t6 = t4[:-1]
+t6.tanh_()
+t12 = torch.tensor([])
+t6 *= t12
+try:
+    g14, g15 = torch.autograd.grad(t6.sum(), [t2, t6])
+except Exception as e:
+    print('@12!', repr(e))
+""")
+
+
+def test_nodes_save_only_what_the_gradients_needed_read() -> None:
+    # a second backward through a node that saved nothing works (remainder by a
+    # constant tensor, addmm into a bias only); dot unpacks self before tensor
+    check("""
+x = torch.tensor([[1.5, -0.5]], requires_grad=True)
+c = torch.tensor([[2.0, -3.0]])
+ops = {
+ 'add': lambda: x + c, 'sub': lambda: x - c, 'mul': lambda: x * c, 'div': lambda: x / c,
+ 'rem': lambda: torch.remainder(x, c),
+ 'pow': lambda: x ** c, 'rpow': lambda: c ** x, 'max': lambda: torch.maximum(x, c),
+    'min': lambda: torch.minimum(x, c),
+ 'where': lambda: torch.where(c > 0, x, c), 'matmul': lambda: x @ c.t(), 'mm': lambda: x.mm(c.t()),
+ 'clampT': lambda: torch.clamp(x, min=c),
+    'mulr': lambda: c * x, 'divr': lambda: c / x, 'outer': lambda: torch.outer(x[0], c[0]),
+    'dot': lambda: torch.dot(x[0], c[0]),
+ 'addmm': lambda: torch.addmm(x, c.t(), c), 'mse': lambda: torch.nn.functional.mse_loss(x, c),
+    'l1': lambda: torch.nn.functional.l1_loss(x, c),
+ 'bce': lambda: torch.nn.functional.binary_cross_entropy(x.sigmoid(), c.sigmoid()),
+    'masked': lambda: x.masked_fill(c > 0, 1.0),
+    'gather': lambda: x.gather(1, torch.tensor([[1, 0]])),
+ 'cat': lambda: torch.cat([x, c]), 'stack': lambda: torch.stack([x, c]),
+    'floordiv': lambda: torch.div(x, c, rounding_mode='floor'), 'sqrt': lambda: x.abs().sqrt(),
+    'cross_ent': lambda: torch.nn.functional.cross_entropy(x, torch.tensor([1])),
+}
+for n, f in ops.items():
+    y = f().sum()
+    y.backward()
+    try:
+        y.backward(); print(n, 'ok')
+    except Exception as e: print(n, 'ERR')
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+b = torch.tensor([3.0, 4.0], requires_grad=True)
+def pack(t):
+    print('pack', t)
+    return t
+def unpack(t):
+    print('unpack', t)
+    return t
+with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+    y = torch.dot(a, b)
+y.backward()
+print(a.grad, b.grad)
+t3 = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
+t4 = torch.tensor([-1.0], dtype=torch.float64, requires_grad=True)
+t5 = torch.matmul(t3, t4)
+o9 = torch.optim.SGD([t3])
+for _ in range(2):
+    l10 = t3
+    l10.backward()
+    o9.step()
+o12 = torch.optim.Adam([t4])
+t4.backward()
+o12.step()
+try:
+    g17, = torch.autograd.grad(t5, t4)
+except Exception as e:
+    print('@17!', repr(e))
+""")

@@ -323,3 +323,81 @@ def test_masked_fill_on_an_expanded_view_of_a_leaf_refuses_before_it_warns() -> 
                 config.warn = saved
         messages.append([(w.category, str(w.message)) for w in caught])
     assert messages[0] == messages[1] and messages[0]
+
+
+def test_amax_and_amin_keep_the_first_of_zeros_of_both_signs() -> None:
+    check("""
+for v in ([0.0, -0.0], [-0.0, 0.0], [-0.0, -0.0, 0.0, -0.0], [1.0, -0.0], [-1.0, 0.0, -0.0]):
+    t = torch.tensor(v)
+    print(t.amax(), t.amin(), t.amax(0), t.amin(-1, keepdim=True), torch.amax(t.view(-1, 1), 0))
+t = torch.tensor([[0.0, 0.0, 0.0], [-0.0, -0.0, -0.0]])
+print(t.amax(0), t.amax(1), t.amin(0), t.amin((0, 1)), t.t().amax(1), t.amax((1, 0), keepdim=True))
+print(torch.amax(torch.tensor(-0.0), 0), torch.amax(torch.zeros(3, 0), 0))
+t10 = torch.tensor([1.0, -1.0])
+print(torch.amax(t10.outer(torch.full((3,), 0.0)), 0))
+""")
+
+
+def test_float32_powers_round_as_pytorch_on_exact_values() -> None:
+    # computed in float64 and rounded once: (1/3) ** -2 prints as 9.
+    check("""
+t1 = torch.tensor([-2.0, 1.0, -1.0], requires_grad=True)
+g9, = torch.autograd.grad(t1.mean(), t1)
+print(torch.pow(g9, t1), torch.pow(torch.tensor([4.0, 9.0]), torch.tensor([0.5, 1.5])))
+print(torch.pow(torch.tensor([4.0, 8.0]), 1.5), torch.pow(2.0, torch.tensor([3.0, -2.0, 0.5])))
+""")
+
+
+def test_amax_names_the_empty_dim_as_given_and_expand_checks_from_the_last_dim() -> None:
+    check("""
+t = torch.zeros(2, 0, 3)
+run_cases = [lambda: t.amax(-2), lambda: t.amax((0, -2)), lambda: t.amin(1),
+    lambda: t.amax((-2, 0)),
+             lambda: torch.zeros(0).amax(-1), lambda: torch.zeros(0).amin(0), lambda: t.max(-2),
+    lambda: t.argmax(-2)]
+for f in run_cases:
+    try:
+        print(f())
+    except Exception as e:
+        print(repr(e))
+for sh, tg in [((2, 2), (-1, 3)), ((2, 3), (3, -1)), ((2, 0), (2, 1, 3)), ((3, 2), (4, -1))]:
+    try:
+        torch.zeros(sh).expand(*tg)
+    except Exception as e:
+        print(repr(e))
+t2 = torch.rand(2, 1, 3)
+for v in [torch.tensor([[], []]), torch.zeros(2, 2), torch.zeros(3, 1, 3)]:
+    try:
+        t2[:, ] = v
+        print('ok')
+    except Exception as e:
+        print(repr(e))
+""")
+
+
+def test_results_are_laid_out_as_pytorch_lays_them_out() -> None:
+    # ravel is contiguous().view(-1); softmax's results and comparisons of expanded
+    # tensors are contiguous, so views of them work
+    check("""
+t3 = torch.tensor([1.0, 1.0]).requires_grad_()
+g9, = torch.autograd.grad(t3.sum(), t3)
+g9.requires_grad_()
+print(g9.ravel(), torch.ravel(g9))
+x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+for y in (x.t(), x * 1, x[:, :1], x.expand(2, 2, 2), torch.tensor(2.0, requires_grad=True) * 1):
+    r = y.ravel()
+    print(r, r.grad_fn.next_functions)
+t2 = torch.tensor([[[-1.0, 0.0], [-1.0, -1.0]]], requires_grad=True)
+t7 = t2.permute(2, 0, 1)
+for f in (lambda t: F.log_softmax(t, 1), lambda t: F.softmax(t, 2), lambda t: t.softmax(0),
+    lambda t: t.log_softmax(-1)):
+    y = f(t7)
+    r = y.reshape(-1, 1)
+    print(y.is_contiguous(), r.grad_fn.next_functions)
+t1 = torch.zeros((3,))
+t2 = t1.expand((2, 3, -1))
+t4 = torch.tensor(0.0)
+t5 = torch.masked_fill(t2, t2 > 1.0, t4)
+t10 = t5.view(3, 1, 6)
+print(t10.shape, t5.is_contiguous(), (t2 > 1.0).is_contiguous())
+""")
