@@ -624,9 +624,10 @@ def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
     if node.pre_hooks and any(h[0] == "post" for h in node.pre_hooks):
         # PyTorch reduces and casts the gradients to the inputs' shapes and dtypes
         # before the node's post hooks see them
+        # (and see none for the inputs that need none)
         outs = [
-            g if g is None or meta is None else _fit(g, meta)
-            for g, meta in zip(outs, node.in_meta, strict=False)
+            None if g is None or nxt is None else g if meta is None else _fit(g, meta)
+            for g, meta, (nxt, _) in zip(outs, node.in_meta, node.next_functions, strict=False)
         ]
         outs = _post_hooks(node, outs, grads)
     return outs

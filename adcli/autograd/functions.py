@@ -1415,6 +1415,8 @@ class ProdDim(Function):
         if x.ndim == 0:
             return (g,)
         g = _unreduce(g, x.shape, (ctx.dim,), ctx.keepdim)
+        if x.shape[ctx.dim] == 1:  # PyTorch: the gradient itself, product of nothing else
+            return (g,)
         if not np.any(x == 0):
             return (g * (_unreduce(r, x.shape, (ctx.dim,), ctx.keepdim) / a),)
         return (g * ops.prod_others(a, ctx.dim),)
@@ -1578,7 +1580,8 @@ class _AmaxAmin(Function):
         r = _unreduce(r, ctx.shape, ctx.dims, ctx.keepdim)
         g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
         mask = ops.to_dtype(a == r, a.data_.dtype)
-        return (mask * g / ops.sum_dims(mask, ctx.dims, True),)
+        # PyTorch's scale_grad_by_count: (g / count) * mask
+        return ((g / ops.sum_dims(mask, ctx.dims, True)) * mask,)
 
     def jvp(ctx, ts, xs, r):
         (t,), (a,) = ts, xs

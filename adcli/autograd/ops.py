@@ -2392,6 +2392,9 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         else:
             a.copy_(v)
         return
+    if v is a and whole and not advanced:  # PyTorch's copy_ of a tensor into itself
+        a._vc[0] += 1
+        return
     if not advanced:
         whole_view = isinstance(idx, tuple) or idx is Ellipsis
         target = a.data_[idx] if whole_view else a.data_[idx, ...]
@@ -2949,23 +2952,30 @@ def full(
     return _finish(np.full(shape, fill_value, dt.np), requires_grad)
 
 
-def _like(t: Tensor, dtype: Any) -> DType:
+def _like(t: Tensor, dtype: Any, name: str) -> DType:
+    if not isinstance(t, Tensor):  # (a hook's None gradient, say)
+        raise TypeError(
+            f"{name}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}"
+        )
     return _dtype_arg(dtype) or t.dtype
 
 
 def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros shaped like t."""
-    return _finish(np.zeros(t.data_.shape, _like(t, dtype).np), requires_grad)
+    dt = _like(t, dtype, "zeros_like")
+    return _finish(np.zeros(t.data_.shape, dt.np), requires_grad)
 
 
 def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Ones shaped like t."""
-    return _finish(np.ones(t.data_.shape, _like(t, dtype).np), requires_grad)
+    dt = _like(t, dtype, "ones_like")
+    return _finish(np.ones(t.data_.shape, dt.np), requires_grad)
 
 
 def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """`fill_value` shaped like t."""
-    return _finish(np.full(t.data_.shape, fill_value, _like(t, dtype).np), requires_grad)
+    dt = _like(t, dtype, "full_like")
+    return _finish(np.full(t.data_.shape, fill_value, dt.np), requires_grad)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:

@@ -617,6 +617,10 @@ class Tensor:
         the CPU)."""
         if type(self._vc) is ZeroCounter:
             raise RuntimeError(ZERO_IMMUTABLE_COPY)
+        if src is self and not (grad_mode.state.enabled and self.requires_grad):
+            self._check_inplace()
+            self._vc[0] += 1  # PyTorch skips copying a tensor into itself (expanded too)
+            return self
         if isinstance(src, Tensor) and not self.dtype.is_floating_point:
             src = src.detach()  # PyTorch's copy_ records nothing into a non-float tensor
         return self._inplace(lambda t, s: ops.copy_from(t, s), src)

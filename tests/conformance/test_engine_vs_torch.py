@@ -955,3 +955,65 @@ try:
 except Exception as e:
     print('@17!', repr(e))
 """)
+
+
+def test_gradient_formulas_end_in_the_node_pytorch_ends_them_in() -> None:
+    # prod over a size-1 dim returns the gradient itself; amax/amin's is (g / count) *
+    # mask; a post hook sees None for an input that needs no gradient
+    check("""
+cases = [((3, 1), -1, False), ((3, 1), 1, True), ((1,), 0, False), ((2, 3), 1, False),
+         ((1, 2), 0, False)]
+for shape, dim, keep in cases:
+    t3 = torch.zeros(shape, requires_grad=True)
+    g, = torch.autograd.grad(torch.prod(t3, dim, keepdim=keep).sum(), t3, create_graph=True)
+    print(g, g.requires_grad)
+t1 = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+t2 = 0 + t1
+t2.grad_fn.register_hook(lambda gi, go: print(gi))
+print(torch.autograd.grad(t2, t1))
+t9 = torch.tensor([[1.0, -2.0, 3.0], [3.0, -2.0, 0.5]], requires_grad=True)
+for f in (lambda t: t.amax(0), lambda t: t.amin(1, keepdim=True), lambda t: t.amax(),
+          lambda t: t.amin((0, 1))):
+    g, = torch.autograd.grad((f(t9) * f(t9)).sum(), t9, create_graph=True)
+    print(g, g.grad_fn, g.grad_fn.next_functions)
+""")
+
+
+def test_saved_tensors_are_packed_and_checked_in_pytorchs_order() -> None:
+    # maximum, minimum and remainder save `other` before `self`; zeros_like(None) in a
+    # hook called with None is PyTorch's TypeError
+    check("""
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+b = torch.tensor([3.0, 4.0], requires_grad=True)
+def pack(t):
+    print('pack', t)
+    return t
+def unpack(t):
+    print('unpack', t)
+    return t
+for f in (torch.maximum, torch.minimum, torch.remainder):
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = f(a, b)
+    y.sum().backward()
+torch.manual_seed(210)
+t2 = torch.zeros([], dtype=torch.float64, requires_grad=True)
+t5 = t2 / 1.0
+t6 = torch.randn([])
+t8 = t2.maximum(t5)
+t5.mul_(t6)
+with torch.no_grad():
+    t2.add_(t8)
+try:
+    t8.backward()
+except Exception as e:
+    print('@17!', repr(e))
+t1 = torch.randn((4,), requires_grad=True)
+t2, t3, t4, t5 = t1.split(1)
+t4.register_hook(lambda g: torch.zeros_like(g))
+t6 = torch.tensor([1.0, 1.0, -1.0])
+t8 = torch.concatenate((t3, t6))
+try:
+    t8.backward(gradient=torch.tensor([float('-inf'), 1.0, -1.0, -1.0]))
+except Exception as e:
+    print('@4!', repr(e))
+""")

@@ -401,3 +401,27 @@ t5 = torch.masked_fill(t2, t2 > 1.0, t4)
 t10 = t5.view(3, 1, 6)
 print(t10.shape, t5.is_contiguous(), (t2 > 1.0).is_contiguous())
 """)
+
+
+def test_copying_a_tensor_into_itself_is_skipped_even_when_expanded() -> None:
+    check("""
+g = torch.zeros(3)
+g[:] = g
+g.copy_(g)
+print(g)
+e = torch.zeros(()).expand(3)
+e[:] = e
+e.copy_(e)
+e[...] = e
+e[0:3] = e
+print(e)
+x = torch.ones(3, requires_grad=True)
+try:
+    x.copy_(x)
+except Exception as ex:
+    print(repr(ex))
+t10 = torch.tensor([-1.0, 1.0], requires_grad=True)
+g13, = torch.autograd.grad(t10.sum(), t10)
+g13[:] = g13
+print(g13)
+""")
