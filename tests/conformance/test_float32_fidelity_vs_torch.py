@@ -264,6 +264,27 @@ def rate(name: str, dt: type = np.float32) -> float:
     return _softmax_rate(name)
 
 
+#: PyTorch picks its CPU kernels by instruction set at run time. The bounds above
+#: were measured where it runs AVX2 kernels; its AVX512 kernels round these ops
+#: differently (measured on an AVX512 development machine, with some margin).
+AVX512_BOUNDS_F32: dict[str, float] = {
+    "elu": 0.12,
+    "exp": 0.016,
+    "log_softmax(last dim)": 0.05,
+    "pow(x, 1.7)": 0.27,
+    "softmax(last dim)": 0.28,
+    "tan": 0.3,
+    "tanh": 0.008,
+}
+CAPABILITY = torch.backends.cpu.get_cpu_capability()
+if CAPABILITY == "AVX512":
+    BOUNDS_F32 = {**BOUNDS_F32, **AVX512_BOUNDS_F32}
+
+
+@pytest.mark.skipif(
+    CAPABILITY not in ("AVX2", "AVX512"),
+    reason=f"bounds measured against PyTorch's AVX2/AVX512 kernels; here: {CAPABILITY}",
+)
 @pytest.mark.parametrize("name", sorted(BOUNDS_F32))
 def test_float32_mismatch_rate_within_bound(name: str) -> None:
     r = rate(name, np.float32)
