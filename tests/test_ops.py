@@ -121,6 +121,16 @@ def _inplace_view(m: Any, x: Any) -> Any:
     return y, v
 
 
+def _expanded_0d_rederived(m: Any, x: Any) -> Any:
+    """An expand of a 0-d tensor changed in place under no_grad: its node is re-derived
+    (AsStridedBackward0 in PyTorch, an expand into the 0-d base here)."""
+    v = (x * 1).expand(3)
+    no_grad = m.no_grad if m.name == "torch" else m.grad_mode.no_grad
+    with no_grad():
+        v.fill_(x.item())  # the same values: finite differences still apply
+    return v * x
+
+
 def _inplace_view_cols(m: Any, x: Any) -> Any:
     y = x.exp()
     v = y[:, 0]
@@ -641,6 +651,7 @@ CASES: list[Case] = [
     ),
     Case("inplace_view", _inplace_view, (S(2, 3),), ("CopySlicesOp", "AsStrided")),
     Case("inplace_view_cols", _inplace_view_cols, (S(2, 3),), ("CopySlicesOp", "AsStrided")),
+    Case("expanded_0d_rederived", _expanded_0d_rederived, (S(),), ("AsStridedExpand",)),
     # ---------------------------------------------------------- in place on a non-leaf
     Case("zero_", lambda m, x: (x * 2).zero_(), (S(3),), ("ZeroFill",)),
     Case("fill_", lambda m, x: (x * 2).fill_(1.5), (S(3),), ("FillScalar",)),

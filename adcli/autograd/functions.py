@@ -2438,6 +2438,23 @@ class AsStrided(_Getitem):
         return (ops.as_strided(r, r.data_.shape, strides, 0),)
 
 
+class AsStridedExpand(Function):
+    """a 0-d base's value at each element of `shape` (an expanded view's re-derived node)
+
+    After an in-place change, where PyTorch re-derives an as_strided of the 0-d base."""
+
+    grad_fn_name = "AsStridedBackward0"
+
+    def forward(ctx, a, shape):
+        return np.broadcast_to(a.data_, shape)
+
+    def backward(ctx, g):
+        return (ops.sum(g),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.expand(ts[0], r.data_.shape)
+
+
 class AsStridedGrad(Function):
     """g added at `index` of a zero tensor of `shape` (as_strided's backward, which
     PyTorch also computes through an as_strided view: hence its name)"""

@@ -2226,14 +2226,19 @@ def rebase_view(view: Tensor) -> None:
         raise RuntimeError(view_rebase_message(view, indirect=True))
     idx = view_position(view)
     view._view_version = version
-    if idx is None:
+    if idx is not None:
+        params: dict[str, Any] = {"index": idx}
+        make = F.AsStrided
+    elif base.data_.ndim == 0 and view.data_.size:  # an expand of a 0-d base
+        params, make = {"shape": view.data_.shape}, F.AsStridedExpand
+    else:
         return
     with grad_mode.enable_grad():
         if base._requires_grad:
-            node = F.AsStrided.apply(base, index=idx).grad_fn
+            node = make.apply(base, **params).grad_fn
         else:  # the view had a node: PyTorch re-derives one that leads nowhere
             stand_in = Tensor._make(base.data_, True)
-            node = F.AsStrided.apply(stand_in, index=idx).grad_fn
+            node = make.apply(stand_in, **params).grad_fn
             node.next_functions = ((None, 0),)
     view._grad_fn = node
     view._output_nr = 0

@@ -1017,3 +1017,23 @@ try:
 except Exception as e:
     print('@4!', repr(e))
 """)
+
+
+def test_an_expanded_view_of_a_0d_tensor_is_re_derived_after_a_change() -> None:
+    # changed in place under no_grad: its node becomes AsStridedBackward0 into the base
+    check("""
+t1 = torch.tensor(1.0, requires_grad=True)
+t7 = t1.expand(2)
+with torch.no_grad():
+    t7.fill_(-1.0)
+t13 = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+t14 = torch.addmm(t7, t13, t13)
+print(t14.grad_fn.next_functions, t7)
+t14.sum().backward()
+print(t1.grad)
+t6 = (torch.tensor([1.0, 2.0], requires_grad=True) * 3).sum()
+t10 = t6.expand(2)
+with torch.no_grad():
+    t10[t10 > 0] = 0
+print(t10)
+""")

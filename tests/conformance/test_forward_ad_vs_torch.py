@@ -307,7 +307,7 @@ def test_every_jvp_row_is_exercised() -> None:
         forward_ad.propagate = real
     with_rule = {n for n, c in Function.registry.items() if getattr(c, "jvp", None) is not None}
     # rows no public op reaches on its own with a tangent flowing into them
-    unreachable = {"NotImplementedOp", "CopySlicesOp"}
+    unreachable = {"NotImplementedOp", "CopySlicesOp", "AsStridedExpand"}
     missing = sorted(with_rule - reached - unreachable)
     assert not missing, f"jvp rows no case exercises: {missing}"
 
