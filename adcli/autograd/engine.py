@@ -435,7 +435,7 @@ def _run(
                 or not node.next_functions
                 or node.next_functions[0][0] is None
             ):
-                outs = _apply(node, grads)
+                outs = _apply(node, grads, needed)
             else:  # _apply's common case, inline (one call less per node)
                 outs = node.backward(node, grads[0])
                 if len(outs) != len(node.next_functions):
@@ -608,7 +608,9 @@ def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
             t._grad = Tensor._make(t._grad.data_ + g.data_)
 
 
-def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+def _apply(
+    node: Node, grads: list[Tensor | None], needed: set[Node] | None = None
+) -> Sequence[Tensor | None]:
     if all(nxt is None for nxt, _ in node.next_functions):
         # every input was a view made under no_grad (it requires grad, but leads
         # nowhere): PyTorch saved nothing for such a node and computes nothing
@@ -624,9 +626,13 @@ def _apply(node: Node, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
     if node.pre_hooks and any(h[0] == "post" for h in node.pre_hooks):
         # PyTorch reduces and casts the gradients to the inputs' shapes and dtypes
         # before the node's post hooks see them
-        # (and see none for the inputs that need none)
+        # (and see none for the inputs that need none, or lead nowhere this pass needs)
         outs = [
-            None if g is None or nxt is None else g if meta is None else _fit(g, meta)
+            None
+            if g is None or nxt is None or (needed is not None and nxt not in needed)
+            else g
+            if meta is None
+            else _fit(g, meta)
             for g, meta, (nxt, _) in zip(outs, node.in_meta, node.next_functions, strict=False)
         ]
         outs = _post_hooks(node, outs, grads)

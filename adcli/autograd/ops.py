@@ -2220,8 +2220,7 @@ def rebase_view(view: Tensor) -> None:
     base = view._base
     version = view._vc[0]
     if view._grad_fn is None and not base._requires_grad:
-        view._view_version = version
-        return
+        return  # (still to re-derive should the base come to require grad, as in PyTorch)
     if view._creation:
         raise RuntimeError(view_rebase_message(view, indirect=True))
     idx = view_position(view)

@@ -1037,3 +1037,34 @@ with torch.no_grad():
     t10[t10 > 0] = 0
 print(t10)
 """)
+
+
+def test_post_hooks_see_none_where_the_pass_needs_nothing() -> None:
+    # backward(inputs=[a non-leaf]) runs its node, whose edges lead nowhere needed
+    check("""
+t1 = torch.tensor([-1.0, 1.0], requires_grad=True)
+t2 = 1.0 + t1
+t2.grad_fn.register_hook(lambda gi, go: print(gi))
+t2.sum().backward(inputs=t2)
+t4 = torch.as_strided(torch.tensor([[-1.0, -1.0, -1.0]], requires_grad=True), (3,), (1,))
+t4.grad_fn.register_hook(lambda gi, go: print(gi))
+torch.autograd.backward([t4.sum()], inputs=[t4])
+""")
+
+
+def test_a_view_changed_before_its_base_required_grad_is_re_derived_later() -> None:
+    check("""
+t3 = torch.rand((2, 2))
+t4 = t3.narrow(-2, 0, 1)
+t4.add_(torch.tensor(1.0))
+t3.requires_grad_()
+print(t4.requires_grad, t4.grad_fn)
+s = t4.sum()
+print(s.grad_fn.next_functions)
+g6, = torch.autograd.grad(s, [t4])
+print(g6)
+u3 = torch.rand((2, 2))
+u4 = u3[0]
+u3.requires_grad_()
+print(u4.requires_grad, u4.grad_fn, u4.is_leaf)
+""")
