@@ -1415,10 +1415,10 @@ class ProdDim(Function):
         if x.ndim == 0:
             return (g,)
         g = _unreduce(g, x.shape, (ctx.dim,), ctx.keepdim)
-        if x.shape[ctx.dim] == 1:  # PyTorch: the gradient itself, product of nothing else
-            return (g,)
         if not np.any(x == 0):
             return (g * (_unreduce(r, x.shape, (ctx.dim,), ctx.keepdim) / a),)
+        if x.shape[ctx.dim] == 1:  # PyTorch: the gradient itself, product of nothing else
+            return (g,)
         return (g * ops.prod_others(a, ctx.dim),)
 
     def jvp(ctx, ts, xs, r):

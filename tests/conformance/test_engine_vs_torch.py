@@ -1068,3 +1068,15 @@ u4 = u3[0]
 u3.requires_grad_()
 print(u4.requires_grad, u4.grad_fn, u4.is_leaf)
 """)
+
+
+def test_prod_over_a_size_one_dim_differentiates_as_pytorch_without_zeros() -> None:
+    # without zeros the gradient is g * (result / input), a MulBackward0
+    check("""
+t10 = torch.tensor([1.0], requires_grad=True)
+g12, = torch.autograd.grad(t10.prod(0), t10, create_graph=True)
+print(g12)
+t9 = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]], dtype=torch.float64, requires_grad=True).view(4, 1)
+t11 = torch.prod(t9, -1)
+print(torch.autograd.grad(t11, t9, grad_outputs=torch.full_like(t11, -1.0), create_graph=True))
+""")
