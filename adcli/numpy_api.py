@@ -332,7 +332,7 @@ def module_tables() -> dict[str, dict[str, Any]]:
     )
     np_.update(_DTYPES)
     linalg = {name: _wrap(getattr(np.linalg, name), name) for name in "norm inv det solve".split()}
-    return {"numpy": np_, "numpy.linalg": linalg}
+    return {"numpy": np_, "numpy.random": {}, "numpy.linalg": linalg}  # random: per run
 
 
 def random_table() -> dict[str, Any]:

@@ -192,6 +192,7 @@ def module_tables() -> dict[str, dict[str, Any]]:
     tables = numpy_api.module_tables()
     tables.update(
         math=math_table(),
+        random={},  # per run: per_run_tables()
         typing=typing_table(),
         functools=functools_table(),
         collections=collections_table(),
