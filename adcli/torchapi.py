@@ -43,12 +43,12 @@ TORCH_OPS = (
     "masked_fill softmax "
     "log_softmax logsumexp var std cumsum flip eq ne gt ge lt le "
     "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not "
-    "bmm addmm dropout bilinear"
+    "bmm addmm dropout bilinear prelu"
 ).split()
 
 FUNCTIONAL_OPS = (
     "relu leaky_relu softplus sigmoid tanh softmax log_softmax mse_loss l1_loss "
-    "binary_cross_entropy cross_entropy nll_loss linear dropout"
+    "binary_cross_entropy cross_entropy nll_loss linear dropout prelu"
 ).split()
 
 

@@ -853,6 +853,79 @@ class LeakyReluBackward(Function):
         return _zeros_like(r) if tg is None else LeakyReluBackward.apply(tg, a, slope=ctx.slope)
 
 
+class PreluKernel(Function):
+    """a if a > 0 else w * a, w broadcast against a (F.prelu's kernel)
+
+    F.prelu first views a per-channel weight as [1, C, 1, ...], as PyTorch's does."""
+
+    grad_fn_name = "PreluKernelBackward0"
+
+    def forward(ctx, a, w):
+        ctx.save(a, w)
+        x = a.data_
+        return np.where(x > 0, x, w.data_ * x)
+
+    def backward(ctx, g):
+        a, w = ctx.saved_tensors
+        # the weight's gradient comes at a's shape: the engine sums it to w's
+        return PreluKernelBackward.apply(g, a, w)
+
+    def jvp(ctx, ts, xs, r):
+        # PyTorch's rule tests a >= 0 where its kernels test a > 0 (as in double backward)
+        (ta, tw), (a, w) = ts, xs
+        rest = _lin(None if ta is None else w * ta, None if tw is None else tw * a)
+        return ops.where(_nonneg(a), 0.0 if ta is None else ta, 0.0 if rest is None else rest)
+
+
+def _nonneg(a: Tensor) -> Tensor:
+    """a >= 0 as a mask (no graph), the test of prelu's derivative formulas."""
+    return Tensor._make(a.data_ >= 0)
+
+
+class PreluKernelBackward(Function):
+    """prelu's gradients: g if a > 0 else w * g, and 0 if a > 0 else a * g
+
+    Both come at a's shape; their own derivatives test a >= 0, as PyTorch's formulas do."""
+
+    grad_fn_name = "PreluKernelBackwardBackward0"
+    multi_output = True
+
+    def forward(ctx, g, a, w):
+        ctx.save(g, a, w)
+        gd, x = g.data_, a.data_
+        pos = x > 0
+        return np.where(pos, gd, w.data_ * gd), np.where(pos, np.zeros((), gd.dtype), x * gd)
+
+    def backward(ctx, gg, gw):
+        if gg is None and gw is None:
+            return None, None, None
+        g, a, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        nonneg = _nonneg(a)
+        dg = da = dw = None
+        if need[0]:
+            if gg is None:
+                dg = ops.where(nonneg, 0.0, gw * a)
+            else:
+                other = gg * w if gw is None else gg * w + gw * a
+                dg = ops.where(nonneg, gg, other)
+        if need[1]:
+            da = _zeros_like(a) if gw is None else ops.where(nonneg, 0.0, g * gw)
+        if need[2]:
+            dw = _zeros_like(a) if gg is None else ops.where(nonneg, 0.0, g * gg)
+        return dg, da, dw
+
+    def jvp(ctx, ts, xs, r):
+        (tg, ta, tw), (g, a, w) = ts, xs
+        nonneg = _nonneg(a)
+        rest0 = _lin(None if tg is None else tg * w, None if tw is None else g * tw)
+        rest1 = _lin(None if ta is None else g * ta, None if tg is None else tg * a)
+        return (
+            ops.where(nonneg, 0.0 if tg is None else tg, 0.0 if rest0 is None else rest0),
+            ops.where(nonneg, 0.0, 0.0 if rest1 is None else rest1),
+        )
+
+
 class Softplus(Function):
     """log(1 + exp(beta * a)) / beta, linear above the threshold."""
 

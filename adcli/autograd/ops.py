@@ -479,6 +479,48 @@ def leaky_relu(a: Tensor, negative_slope: float = 0.01) -> Tensor:
     return F.LeakyRelu.apply(a, negative_slope=negative_slope)
 
 
+def prelu(input: Tensor, weight: Tensor, _method: bool = False) -> Tensor:
+    """input if input > 0 else weight * input: one weight for all, or one per channel
+    (dim 1), viewed as [1, C, 1, ...] first, as PyTorch's prelu does."""
+    for arg, pos, v in (("input", 1, input), ("weight", 1 if _method else 2, weight)):
+        if not isinstance(v, Tensor):
+            raise TypeError(
+                f"prelu(): argument '{arg}' (position {pos}) must be Tensor, not {_type_name(v)}"
+            )
+    x, w = input.data_, weight.data_
+    if x.dtype != w.dtype:
+        raise RuntimeError(
+            "prelu: Type promoting not supported. Got "
+            f"{_scalar_type(input)} and {_scalar_type(weight)}"
+        )
+    if w.size != 1:
+        if x.ndim == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = x.shape[1] if x.ndim > 1 else 1
+        if channels != w.size:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter "
+                f"numbers = {w.size} and channel size = {channels}."
+            )
+    if w.ndim > 1:
+        raise RuntimeError(
+            f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {w.ndim}"
+        )
+    if x.dtype.kind not in "fc":
+        raise NotImplementedError(f"\"prelu_cpu\" not implemented for '{_scalar_type(input)}'")
+    if x.ndim != w.ndim:
+        shape = [1] * x.ndim
+        if x.ndim > 1:
+            shape[1] = w.size
+        weight = reshape(weight, shape)
+    return F.PreluKernel.apply(input, weight)
+
+
+def _scalar_type(t: Tensor) -> str:
+    """PyTorch's ScalarType name of t's dtype (Float, Double, Long, Bool...)."""
+    return t.dtype.legacy.replace("Tensor", "")
+
+
 def softplus(a: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * a)) / beta"""
     _no_bool(a, "softplus_cpu")
@@ -3175,6 +3217,7 @@ EXTRA_METHODS: dict[str, Any] = {
     "maximum": lambda a, other: maximum(a, other, _method=True),
     "flip": _flip_method,
     "minimum": lambda a, other: minimum(a, other, _method=True),
+    "prelu": lambda a, weight: prelu(a, weight, _method=True),
     "max": lambda a, dim=None, keepdim=False, other=None: max(a, dim, keepdim, other, True),
     "min": lambda a, dim=None, keepdim=False, other=None: min(a, dim, keepdim, other, True),
     "equal": lambda a, other: equal(a, other, _method=True),

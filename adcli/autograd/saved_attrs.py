@@ -83,6 +83,8 @@ TABLE: dict[str, dict[str, Source]] = {
     "ProdBackward0": {"_saved_result": 1, "_saved_self": 0},
     "ClampBackward1": {"_saved_max": "hi", "_saved_min": "lo", "_saved_self": 0},
     "LeakyReluBackward0": {"_saved_negative_slope": "slope", "_saved_self": 0},
+    "PreluKernelBackward0": {"_saved_self": 0, "_saved_weight": 1},
+    "PreluKernelBackwardBackward0": {"_saved_grad_output": 0, "_saved_self": 1, "_saved_weight": 2},
     "SoftplusBackward0": {"_saved_beta": "beta", "_saved_self": 0, "_saved_threshold": "threshold"},
     "SoftmaxBackward0": {"_saved_dim": "dim", "_saved_result": 0},
     "LogSoftmaxBackward0": {"_saved_dim": "dim", "_saved_result": 0},

@@ -28,6 +28,7 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
     layers.Dropout,
     activation.ReLU,
     activation.LeakyReLU,
+    activation.PReLU,
     activation.Sigmoid,
     activation.Tanh,
     activation.Softmax,

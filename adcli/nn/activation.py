@@ -1,5 +1,5 @@
-"""Activation modules: ReLU, LeakyReLU, Sigmoid, Tanh, Softmax, LogSoftmax, GELU, ELU,
-Softplus, Hardtanh and SiLU, each calling its functional form and printed as PyTorch."""
+"""Activation modules: ReLU, LeakyReLU, PReLU, Sigmoid, Tanh, Softmax, LogSoftmax, GELU,
+ELU, Softplus, Hardtanh and SiLU, each calling its functional form and printed as PyTorch."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ from typing import Any
 from ..autograd import ops
 from ..autograd.config import config
 from ..autograd.tensor import Tensor
+from . import init
+from .layers import _empty
 from .module import Module, attrs
+from .parameter import Parameter
 
 IMPLICIT_DIM_WARNING = (
     "Implicit dimension choice for {0} has been deprecated. Change the call to include "
@@ -55,6 +58,33 @@ class LeakyReLU(Module):
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + _inplace_suffix(self.inplace)
+
+
+class PReLU(Module):
+    """x if x > 0 else a * x, with a learnable slope a: one for all channels or one per
+    channel (dim 1 of the input)."""
+
+    __ad_attrs__ = attrs("num_parameters", "init", "weight", "reset_parameters")
+    __ad_settable__ = Module.__ad_settable__ | {"weight"}
+
+    def __init__(
+        self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None
+    ) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_empty(num_parameters, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every slope set to `init`."""
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
 
 
 class Sigmoid(Module):
