@@ -270,6 +270,8 @@ CLASS_ESCAPES = [
     ("class A:\n    def __index__(self):\n        return 10**12\n", "SandboxError", "'__index__'"),
     ("(lambda: 0).__code__\n", "SandboxError", "'__code__'"),
     ("staticmethod(print).__func__\n", "SandboxError", "'__func__'"),
+    ("slice(1, 2).__reduce__\n", "SandboxError", "'__reduce__'"),
+    ("s = slice(1, 2)\ns.start = 0\n", "SandboxError", "cannot set attribute 'start'"),
 ]
 
 
@@ -405,6 +407,16 @@ def test_allowed_plain_methods_still_work() -> None:
         "1 2 cb",
         "True True 1 2",
     ]
+
+
+def test_slice_is_a_builtin_with_readable_fields() -> None:
+    out, _ = run(
+        """\
+        s = slice(1, None, 2)
+        print(s, s.start, s.stop, s.step, s.indices(6), [0, 1, 2, 3][s], isinstance(s, slice))
+        """
+    )
+    assert out == "slice(1, None, 2) 1 None 2 (1, 6, 2) [1, 3] True\n"
 
 
 def test_format_rejects_mixed_numbering_like_python() -> None:

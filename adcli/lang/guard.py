@@ -463,6 +463,11 @@ _PLAIN = frozenset(
         # tuple
         (tuple, "index"),
         (tuple, "count"),
+        # slice (what `x[a:b:c]` makes; `slice(...)` builds one)
+        (slice, "start"),
+        (slice, "stop"),
+        (slice, "step"),
+        (slice, "indices"),
     }
 )
 
@@ -878,6 +883,7 @@ def make_builtins(
         "print": make_print(write, guards.check_repr),
         "len": len,
         "range": _builtin_type(range, guards.range_),
+        "slice": slice,
         "float": float,
         "int": _builtin_type(int, guards.int_),
         "bool": bool,
