@@ -81,7 +81,8 @@ def suggest(wrong: str, candidates: Iterable[str]) -> str | None:
 
 
 def attribute_candidates(obj: Any) -> list[str]:
-    """The attribute names a script may read on `obj` (sorted, as `dir()`)."""
+    """The attribute names a script may read on `obj` (sorted, as `dir()`); on a
+    tensor, also the names PyTorch's Tensor has that adcli lacks."""
     from adcli.lang.host import Namespace
 
     t = type(obj)
@@ -102,6 +103,12 @@ def attribute_candidates(obj: Any) -> list[str]:
             names.update(k for k in d if isinstance(k, str))
         if t in (list, dict, str, tuple, set, frozenset, int, float, bool):
             names.update(dir(t))
+        if isinstance(obj, Tensor):
+            # Python suggests from torch's dir(), so a torch method adcli lacks is named
+            # too (x.greator: 'greater'), as PyTorch's traceback names it
+            from adcli.lang.pytorch_names import PYTORCH_NAMES
+
+            names.update(PYTORCH_NAMES["Tensor"])
     return sorted(n for n in names if isinstance(n, str) and n[:1] != "_" and "$" not in n)
 
 

@@ -86,3 +86,28 @@ def test_nonleaf_grad_warning_is_torchs_then_a_note() -> None:
 )
 def test_suggestion_matches_python_312(wrong: str, names: list[str], expected: str | None) -> None:
     assert suggest(wrong, names) == expected
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    # greator: 'greater', a torch method adcli lacks, as torch's traceback suggests it
+    ["greator", "gradd", "grad_fun", "detch", "unsquezee", "retain_grads", "mena", "zero_grad"],
+)
+def test_missing_tensor_attribute_line_is_pythons(wrong: str) -> None:
+    """The error line of `x.WRONG` is the last line of torch's traceback, suggestion
+    included (names starting with "_" aside: Python 3.11 suggests them, 3.12 does not)."""
+    text = f"import torch\nx = torch.ones(1)\nx.{wrong}\n"
+    head = next(ln for ln in _adcli(text).splitlines() if ": error: " in ln)
+    assert head.split(": error: ", 1)[1] == _torch_error(text)
+
+
+def test_missing_tensor_attribute_keeps_pythons_str_and_repr() -> None:
+    """The exception itself has no suggestion, in either: str(e) and repr(e) as Python's."""
+    text = (
+        "import torch\ntry:\n    torch.ones(1).greator\nexcept AttributeError as e:\n"
+        "    print(str(e))\n    print(repr(e))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", text], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert _adcli(text) == proc.stdout
