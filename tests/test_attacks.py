@@ -679,19 +679,41 @@ def _attack_job(text: str) -> object:
     return isolation.job(body, budget, prepare=_preload)
 
 
-@pytest.fixture(scope="module")
-def attack_results() -> dict[str, object]:
-    """Every attack's `isolation.Finished`, run three at a time, and "base": a
-    trivial script's (its resident memory is what adcli itself needs)."""
+def run_attacks() -> dict[str, dict[str, object]]:
+    """Every attack's `isolation.Finished` (as a dict), run three at a time, and
+    "base": a trivial script's (its resident memory is what adcli itself needs)."""
+    import dataclasses
+
     from adcli import isolation
 
-    if not isolation.available():
-        pytest.skip("needs fork and rlimits")
     scripts = [("base", "x = 1\n")]
     scripts += [(name, text) for name, text, _ in ISSUE_ATTACKS + OWN_ATTACKS]
     scripts += [(name, text) for name, text, _ in ISSUE_ANSWERED]
     results = isolation.run_many((_attack_job(text) for _, text in scripts), parallel=3)
-    return dict(zip([name for name, _ in scripts], results, strict=True))
+    return {
+        name: dataclasses.asdict(r)  # type: ignore[call-overload]
+        for (name, _), r in zip(scripts, results, strict=True)
+    }
+
+
+@pytest.fixture(scope="module")
+def attack_results() -> dict[str, object]:
+    """`run_attacks()` from a fresh process, as `adcli run` forks its child: forked
+    from this long test process, a child could fill heap the parent freed but kept
+    mapped, resident memory that the address-space budget does not count."""
+    import json
+
+    from adcli import isolation
+
+    if not isolation.available():
+        pytest.skip("needs fork and rlimits")
+    code = "import json, sys\nfrom tests.test_attacks import run_attacks\n"
+    code += "json.dump(run_attacks(), sys.stdout)\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {k: isolation.Finished(**v) for k, v in json.loads(done.stdout).items()}
 
 
 def _clear_error(result: object) -> str:

@@ -144,6 +144,9 @@ def test_ctrl_c_interrupts_a_loop_and_keeps_the_variables(history: Path) -> None
     t.run("n = 0")
     t.enter("while True:")
     t.enter("n += 1")
+    # a tensor op per step keeps the loop far from the 10,000,000-step limit (a bare
+    # `n += 1` reaches it in about a second, before the Ctrl-C below)
+    t.enter("y = x * 3")
     t.enter("")  # runs the loop
     time.sleep(1.0)
     t.child.sendintr()
