@@ -1309,7 +1309,8 @@ def _check_text(
             error, internal = session.run_guarded(text, name, debug=opts.debug)
     finally:
         session.close()
-    failed = render_checks(checker.checks, opts, out)
+    stopped = error is not None or internal is not None
+    failed = render_checks(checker.checks, opts, out, stopped=stopped)
     if error is not None:
         err.write(format_diagnostic(error).rstrip("\n") + "\n")
     if internal is not None:
@@ -1338,8 +1339,11 @@ def _result(s: Stat) -> str:
     return "ok"
 
 
-def render_checks(checks: list[CallCheck], opts: CheckOptions, out: IO[str]) -> bool:
-    """Print the tables; True when some gradient failed."""
+def render_checks(
+    checks: list[CallCheck], opts: CheckOptions, out: IO[str], *, stopped: bool = False
+) -> bool:
+    """Print the tables; True when some gradient failed. `stopped`: the script
+    ended in an error (which the caller reports)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -1410,6 +1414,12 @@ def render_checks(checks: list[CallCheck], opts: CheckOptions, out: IO[str]) -> 
     if not checks and opts.call is not None:
         parts.append(
             Text(f"no backward() or autograd.grad() call ran at line {opts.call}: nothing to check")
+        )
+    elif not checks and stopped:
+        parts.append(
+            Text(
+                "the script stopped before any backward() or autograd.grad() call: nothing to check"
+            )
         )
     elif not checks:
         parts.append(

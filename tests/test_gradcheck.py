@@ -514,6 +514,15 @@ def test_check_nothing_to_check():
     assert out.endswith("the script made no backward() or autograd.grad() call: nothing to check\n")
 
 
+def test_check_of_a_script_that_fails_before_any_backward():
+    code, out, err = check("x = 1\ny = x / 0\n")
+    assert code == 1
+    assert out.endswith(
+        "the script stopped before any backward() or autograd.grad() call: nothing to check\n"
+    )
+    assert err.startswith("c.ad:2:5: error: ZeroDivisionError: division by zero")
+
+
 def test_check_restores_function_apply():
     original = Function.__dict__["apply"]
     check(EXACT)
