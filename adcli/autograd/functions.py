@@ -1609,8 +1609,28 @@ class _SelectingReduction(Function):
 def _select_0d(ctx: Function, x: np.ndarray) -> np.ndarray:
     """max/min along dim 0 of a 0-d tensor: its value, index 0 kept for backward."""
     ctx.indices = np.zeros((), np.int64)
-    _keep(ctx, ctx.indices)
+    _keep_indices(ctx, ctx.indices)
     return x.copy()
+
+
+def _keep_indices(ctx: Function, out: np.ndarray) -> None:
+    """Save the indices max/min(dim) returns as PyTorch does: the very tensor the
+    script gets (`ctx.index_output`), so changing it in place fails the backward."""
+    ctx.index_output = Tensor._make(out.astype(np.int64))
+    _keep(ctx, kept=(ctx.index_output,))
+
+
+def _select_dim(ctx: Function, a: Tensor, dim: int, keepdim: bool, pick: Any) -> np.ndarray:
+    """max/min along `dim`: the values, the chosen indices kept for backward."""
+    x = a.data_
+    ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+    if x.ndim == 0:  # dim 0 of a 0-d tensor: the tensor itself, at index 0
+        return _select_0d(ctx, x)
+    idx = np.expand_dims(pick(x, axis=dim), dim)
+    ctx.indices = idx
+    _keep_indices(ctx, idx if keepdim else np.squeeze(idx, dim))
+    vals = np.take_along_axis(x, idx, dim)
+    return vals if keepdim else np.squeeze(vals, dim)
 
 
 class MaxDim(_SelectingReduction):
@@ -1619,15 +1639,7 @@ class MaxDim(_SelectingReduction):
     grad_fn_name = "MaxBackward0"
 
     def forward(ctx, a, dim, keepdim):
-        x = a.data_
-        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
-        if x.ndim == 0:  # dim 0 of a 0-d tensor: the tensor itself, at index 0
-            return _select_0d(ctx, x)
-        idx = np.expand_dims(np.argmax(x, axis=dim), dim)
-        ctx.indices = idx
-        _keep(ctx, idx)
-        vals = np.take_along_axis(x, idx, dim)
-        return vals if keepdim else np.squeeze(vals, dim)
+        return _select_dim(ctx, a, dim, keepdim, np.argmax)
 
 
 class MinDim(_SelectingReduction):
@@ -1636,15 +1648,7 @@ class MinDim(_SelectingReduction):
     grad_fn_name = "MinBackward0"
 
     def forward(ctx, a, dim, keepdim):
-        x = a.data_
-        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
-        if x.ndim == 0:  # dim 0 of a 0-d tensor: the tensor itself, at index 0
-            return _select_0d(ctx, x)
-        idx = np.expand_dims(np.argmin(x, axis=dim), dim)
-        ctx.indices = idx
-        _keep(ctx, idx)
-        vals = np.take_along_axis(x, idx, dim)
-        return vals if keepdim else np.squeeze(vals, dim)
+        return _select_dim(ctx, a, dim, keepdim, np.argmin)
 
 
 class _AmaxAmin(Function):

@@ -987,6 +987,9 @@ def _extreme(
     check_reduce_dims(a, kind, (d,))
     fn = F.MaxDim if kind == "max" else F.MinDim
     values = fn.apply(a, dim=d, keepdim=keepdim)
+    node = values._grad_fn
+    if node is not None:  # the indices the node saved (an in-place change is caught)
+        return _ReturnTypes(kind, values, node.index_output)
     if a.data_.ndim == 0:  # dim 0 of a 0-d tensor: the value itself, at index 0
         return _ReturnTypes(kind, values, Tensor._make(np.zeros((), np.int64)))
     idx = (np.argmax if kind == "max" else np.argmin)(a.data_, axis=d)
