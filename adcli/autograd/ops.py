@@ -226,16 +226,19 @@ def _as_zero(out: Tensor) -> Tensor:
 
 def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
     """a - alpha * b"""
-    ta, tb, dt = _binary(a, b, const=True)
-    if ta.data_.dtype == np.bool_ and tb.data_.dtype == np.bool_:
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-            "`^` or `logical_xor()` operator instead."
-        )
-    if _py.any(
+    # PyTorch refuses bools before it broadcasts (bool[2] - float[3] names the bool)
+    bools = [
         isinstance(v, bool) or isinstance(v, Tensor) and v.data_.dtype == np.bool_ for v in (a, b)
-    ):
+    ]
+    operands = (Tensor, int, float, bool, np.number, np.bool_)
+    if _py.any(bools) and _py.all(isinstance(v, operands) for v in (a, b)):
+        if _py.all(bools):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                "`^` or `logical_xor()` operator instead."
+            )
         raise RuntimeError(_SUB_BOOL)
+    ta, tb, dt = _binary(a, b, const=True)
     out = F.Sub.apply(ta, tb, dtype=dt, alpha=alpha)
     if type(ta._vc) is ZeroCounter or type(tb) is Tensor and type(tb._vc) is ZeroCounter:
         _add_zero(out, ta, tb, -alpha)
