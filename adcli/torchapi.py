@@ -58,10 +58,13 @@ def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     return ops._factory_shape(size)
 
 
-def _float_dtype(dtype: Any, kernel: str = "normal_kernel_cpu") -> dtypes.DType:
-    """The dtype of a random factory, or PyTorch's error from the kernel it would use."""
+def _float_dtype(
+    dtype: Any, kernel: str = "normal_kernel_cpu", shape: tuple[int, ...] | None = None
+) -> dtypes.DType:
+    """The dtype of a random factory, or PyTorch's error from the kernel it would use
+    (an empty `shape` runs no kernel: then any dtype passes)."""
     dt = ops._dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
-    if not dt.is_floating_point:
+    if not dt.is_floating_point and (shape is None or math.prod(shape) > 0):
         raise NotImplementedError(
             f"\"{kernel}\" not implemented for '{dt.legacy.replace('Tensor', '')}'"
         )
@@ -76,9 +79,12 @@ def randn(
     device: Any = None,
 ) -> Tensor:
     """Standard normal samples, the same numbers as torch after manual_seed."""
-    dt = _float_dtype(dtype)
+    shape = _shape(size)
+    dt = _float_dtype(dtype, shape=shape)
+    if not dt.is_floating_point:  # empty: no kernel ran
+        return ops._finish(np.zeros(shape, dt.np), requires_grad)
     gen = generator or rng.default_generator
-    return ops._finish(gen.randn(_shape(size), dt.name), requires_grad)
+    return ops._finish(gen.randn(shape, dt.name), requires_grad)
 
 
 def rand(
@@ -89,6 +95,7 @@ def rand(
     device: Any = None,
 ) -> Tensor:
     """Uniform samples in [0, 1), the same numbers as torch after manual_seed."""
+    # (PyTorch checks uniform's dtype even for an empty result, unlike normal's)
     dt = _float_dtype(dtype, "check_uniform_bounds")
     gen = generator or rng.default_generator
     return ops._finish(gen.rand(_shape(size), dt.name), requires_grad)
