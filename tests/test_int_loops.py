@@ -112,13 +112,28 @@ def test_int_loop_variables_are_not_watched_but_other_values_are() -> None:
         i = mk()
         y = fs[0]()
         """,
+        # a generator expression runs later, after `i` was rebound
+        """
+        for i in range(1):
+            g = (i % 7 for _ in [0])
+        i = mk()
+        y = list(g)[0]
+        """,
         # a comprehension in the body binds its own `i`
         """
         for i in range(1):
             y = [i % 7 for i in [mk()]][0]
         """,
     ],
-    ids=["body", "global", "shadowed-range", "enumerate-item", "closure", "comprehension"],
+    ids=[
+        "body",
+        "global",
+        "shadowed-range",
+        "enumerate-item",
+        "closure",
+        "generator",
+        "comprehension",
+    ],
 )
 def test_a_loop_variable_that_can_be_watched_keeps_its_hooks(code: str) -> None:
     values, names = hooked(code)

@@ -717,7 +717,9 @@ class Translator:
         """List, set, dict comprehensions and generator expressions: Python's own."""
         make, fields = _COMPREHENSIONS[type(n).__name__]
         in_class_body = self.ctx.klass and not self.ctx.function
-        with self.inside(no_walrus=self.ctx.no_walrus or in_class_body):
+        # a generator runs later, when a loop's int variable may hold anything
+        ints = frozenset() if type(n) is ast.GeneratorExp else self.ctx.ints
+        with self.inside(no_walrus=self.ctx.no_walrus or in_class_body, ints=ints):
             parts = {f: self.expr(getattr(n, f)) for f in fields}
             node = make(**parts, generators=self.comprehension(n.generators))
             return _at(node, n.generators[0].iter.span)  # `[i for i in 5]` fails there
