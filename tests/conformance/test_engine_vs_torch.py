@@ -927,18 +927,6 @@ for n, f in ops.items():
     try:
         y.backward(); print(n, 'ok')
     except Exception as e: print(n, 'ERR')
-a = torch.tensor([1.0, 2.0], requires_grad=True)
-b = torch.tensor([3.0, 4.0], requires_grad=True)
-def pack(t):
-    print('pack', t)
-    return t
-def unpack(t):
-    print('unpack', t)
-    return t
-with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-    y = torch.dot(a, b)
-y.backward()
-print(a.grad, b.grad)
 t3 = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
 t4 = torch.tensor([-1.0], dtype=torch.float64, requires_grad=True)
 t5 = torch.matmul(t3, t4)
@@ -980,8 +968,8 @@ for f in (lambda t: t.amax(0), lambda t: t.amin(1, keepdim=True), lambda t: t.am
 
 
 def test_saved_tensors_are_packed_and_checked_in_pytorchs_order() -> None:
-    # maximum, minimum and remainder save `other` before `self`; zeros_like(None) in a
-    # hook called with None is PyTorch's TypeError
+    # dot saves `self` first; maximum, minimum and remainder save `other` before
+    # `self`; zeros_like(None) in a hook called with None is PyTorch's TypeError
     check("""
 a = torch.tensor([1.0, 2.0], requires_grad=True)
 b = torch.tensor([3.0, 4.0], requires_grad=True)
@@ -991,10 +979,11 @@ def pack(t):
 def unpack(t):
     print('unpack', t)
     return t
-for f in (torch.maximum, torch.minimum, torch.remainder):
+for f in (torch.dot, torch.maximum, torch.minimum, torch.remainder):
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         y = f(a, b)
     y.sum().backward()
+    print(a.grad, b.grad)
 torch.manual_seed(210)
 t2 = torch.zeros([], dtype=torch.float64, requires_grad=True)
 t5 = t2 / 1.0
