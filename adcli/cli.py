@@ -1,48 +1,22 @@
 """The `adcli` command line: the entry point.
 
-The commands are a typer application in `adcli.cli_typer`. Importing typer
-costs ~30 ms, a sixth of a short script's whole run, so `main` runs the common
-case, `adcli run FILE [flags]` with well-formed flags, by itself. Anything else
-(help, other commands, unusual or wrong arguments) goes to typer, which gives
-the same results for the arguments the fast path accepts (tests/test_cli.py
-runs both). `adcli.cli.app` and the other names of `adcli.cli_typer` are still
-available here (loaded on first use).
+The commands are a typer application, `adcli.commands.app`, one module per
+command. Importing typer costs ~30 ms, a sixth of a short script's whole run, so
+`main` runs the common case, `adcli run FILE [flags]` with well-formed flags, by
+itself. Anything else (help, other commands, unusual or wrong arguments) goes to
+typer, which gives the same results for the arguments the fast path accepts
+(tests/test_cli.py runs both).
 
 Exit status: 0 success, 1 script error (or a failed golden test), 2 usage error.
 Usage errors are one line on stderr, `adcli: error: ...`, never a traceback.
 """
 
 import os
-import stat
 import sys
 from typing import Any
 
-from adcli.options import RunOptions
-
-PROG = "adcli"
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
-
-
-def _error(message: str) -> None:
-    """Write one `adcli: error: ...` line to stderr."""
-    line = " ".join(message.split())  # always one line, whatever the message holds
-    sys.stderr.write(f"{PROG}: error: {line}\n")
-    sys.stderr.flush()
-
-
-def _unreadable(path: str) -> str | None:
-    """Why `path` is not a script we can read (None when it is)."""
-    try:
-        mode = os.stat(path).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory")
-        if stat.S_ISREG(mode):  # FIFOs and devices are left to the runner: opening may block
-            with open(path, "rb"):
-                pass
-    except OSError as exc:
-        return f"cannot read {path!r}: {exc.strerror or exc}"
-    return None
-
+from adcli.commands.common import EXIT_ERROR, EXIT_USAGE, error, unreadable
+from adcli.core.options import RunOptions
 
 # `adcli run` flags the fast path understands: flag -> RunOptions field, and
 # for options with a value their (min, max) as the typer command declares them.
@@ -103,7 +77,7 @@ def _parse_run(args: list[str]) -> dict[str, Any] | None:
                 i += 1
             if key in seen:
                 return None
-            from adcli import isolation
+            from adcli.core import isolation
 
             try:
                 seen[key] = getattr(isolation, parser)(value)
@@ -145,9 +119,9 @@ def _fast_run(args: list[str]) -> int | None:
     file = opts["file"]
     debug = opts.get("debug", False)
     if file != "-":
-        message = _unreadable(file)
+        message = unreadable(file)
         if message is not None:
-            _error(message)
+            error(message)
             return EXIT_USAGE
     defaults = RunOptions()
     options = RunOptions(
@@ -169,10 +143,10 @@ def _fast_run(args: list[str]) -> int | None:
         in_process=opts.get("in_process", False),
     )
     try:
-        from adcli.runner import run_path
+        from adcli.core.runner import run_path
 
         if opts.get("detect_anomaly"):
-            from adcli import anomaly
+            from adcli.autograd import anomaly
 
             anomaly.force(True)
             try:
@@ -189,7 +163,7 @@ def _fast_run(args: list[str]) -> int | None:
     except Exception as exc:
         if debug:
             raise
-        _error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return EXIT_ERROR
 
 
@@ -207,18 +181,6 @@ def main() -> None:
     code = _fast_run(sys.argv[1:])
     if code is not None:
         sys.exit(code)
-    from adcli.cli_typer import app
+    from adcli.commands.app import app
 
     app()
-
-
-def __getattr__(name: str) -> Any:
-    # `from adcli.cli import app` (tests, tools): the typer application, loaded now
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from adcli import cli_typer
-
-    try:
-        return getattr(cli_typer, name)
-    except AttributeError:
-        raise AttributeError(f"module 'adcli.cli' has no attribute '{name}'") from None

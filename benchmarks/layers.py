@@ -102,7 +102,7 @@ def main() -> None:
     add("NumPy: a * c", cpu(np_fwd))
     add("NumPy: hand-written backward, per node", cpu(np_bwd))
 
-    import adcli.session  # noqa: F401  (first: importing adcli.autograd.ops first leaves
+    import adcli.core.session  # noqa: F401  (first: importing adcli.autograd.ops first leaves
 
     # Tensor.__ad_attrs__ without the methods ops.py installs, see PROFILE.md)
     from adcli.autograd import ops
@@ -148,7 +148,7 @@ def main() -> None:
     fwd = run_script(script("y = y * 1.0001", n))
     add("script: `y = y * 1.0001`, forward", cpu(fwd))
     add("script: same, gc disabled", cpu(fwd, gc_on=False))
-    from adcli.session import Session
+    from adcli.core.session import Session
 
     saved = Session._on_value, Session._on_assign
     Session._on_value = Session._on_assign = lambda self, *a: None  # type: ignore

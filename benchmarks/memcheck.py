@@ -108,7 +108,7 @@ def engine_chain(n: int) -> None:
 
 def evaluator_chain(n: int) -> None:
     from adcli.autograd import config as engine_config
-    from adcli.runner import RunOptions, _Streams, run_text
+    from adcli.core.runner import RunOptions, _Streams, run_text
 
     print(f"\n== 2. through the evaluator: scale.ad forward only, N={n}, gc disabled")
     text = script_text("scale", N=n).replace("y.sum().backward()\ndel y\n", "")

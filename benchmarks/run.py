@@ -3,7 +3,7 @@
 
 Each workload is an `.ad` script in `benchmarks/workloads/` that also runs
 unchanged as Python + PyTorch (it starts with `import torch`). The same text is
-timed under adcli (`adcli.runner.run_text`, quiet, so start-up is left out) and
+timed under adcli (`adcli.core.runner.run_text`, quiet, so start-up is left out) and
 under PyTorch eager (`exec` of the text with the real torch) and, where it
 matters, against a hand-written NumPy forward + backward (`floors.py`).
 Start-up is timed as whole processes.
@@ -125,7 +125,7 @@ def release_session() -> None:
 
 def adcli_runner(name: str, text: str) -> Callable[[], str]:
     """A callable running `text` under adcli in this process (quiet: no reports)."""
-    from adcli.runner import RunOptions, _Streams, run_text
+    from adcli.core.runner import RunOptions, _Streams, run_text
 
     options = RunOptions(quiet=True, max_steps=10**9)
 
@@ -178,8 +178,8 @@ class Worker:
                 torch.set_num_interop_threads(1)
             self.torch = torch
         elif engine == "adcli":
-            import adcli.runner  # noqa: F401  (imports paid before timing)
-            import adcli.session  # noqa: F401
+            import adcli.core.runner  # noqa: F401  (imports paid before timing)
+            import adcli.core.session  # noqa: F401
         import numpy  # noqa: F401
 
     def runner(self, workload: str, params: dict[str, Any], variant: str) -> Callable[[], Any]:
@@ -289,8 +289,8 @@ def scale_memory(n: int) -> dict[str, Any]:
 
 def report_timings(params: dict[str, Any], repeats: int) -> dict[str, Any]:
     """Seconds to build and print the report of report.ad's backward pass."""
-    from adcli.runner import RunOptions, _Reporter, _Streams
-    from adcli.session import Hooks, Output, Session, SessionOptions
+    from adcli.core.runner import RunOptions, _Reporter, _Streams
+    from adcli.core.session import Hooks, Output, Session, SessionOptions
 
     text = script_text("report", **params)
     events: list[Any] = []

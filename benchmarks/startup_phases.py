@@ -54,18 +54,18 @@ mark("import adcli.autograd (tensor, ops, functions, ...)")
 import adcli.lang.evaluator  # noqa: E402, F401
 
 mark("import adcli.lang (evaluator, parser, sandbox, ...)")
-import adcli.runner  # noqa: E402, F401
-import adcli.session  # noqa: E402, F401
+import adcli.core.runner  # noqa: E402, F401
+import adcli.core.session  # noqa: E402, F401
 
-mark("import adcli.session, runner, torchapi, the rest")
+mark("import adcli.core.session, runner, torchapi, the rest")
 from adcli.lang import parser  # noqa: E402
 
 parser.get_lark()
 mark("get_lark()")
 import io  # noqa: E402
 
-from adcli.session import Hooks, Output, Session, SessionOptions  # noqa: E402
-from adcli.source import Source  # noqa: E402
+from adcli.core.session import Hooks, Output, Session, SessionOptions  # noqa: E402
+from adcli.lang.source import Source  # noqa: E402
 
 buf = io.StringIO()
 session = Session(Output(buf.write, buf.write), Hooks(), SessionOptions())

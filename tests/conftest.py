@@ -38,7 +38,7 @@ def run_cli() -> Callable[..., Result]:
 
     The result has `exit_code`, `stdout`, `stderr` and `output` (both interleaved).
     """
-    from adcli.cli import app
+    from adcli.commands.app import app
 
     runner = CliRunner()
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from adcli import golden
-from adcli.errors import ScriptSyntaxError
+from adcli.core import golden
+from adcli.core.options import RunOptions
+from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.limits import (
     MAX_INDENT_LEVELS,
     MAX_LINE_CHARS,
@@ -27,9 +28,8 @@ from adcli.lang.limits import (
     check_text,
 )
 from adcli.lang.parser import parse
-from adcli.options import RunOptions
-from adcli.repl import Repl, run_stream
-from adcli.source import Source
+from adcli.lang.source import Source
+from adcli.repl.loop import Repl, run_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "the grader's secret line"
@@ -664,8 +664,8 @@ OWN_ATTACKS: list[tuple[str, str, tuple[str, ...]]] = [
 
 def _attack_job(text: str) -> object:
     """The job `adcli run -q --timeout 3 --max-memory 512M` gives its child."""
-    from adcli import isolation
-    from adcli.runner import _preload, run_streams
+    from adcli.core import isolation
+    from adcli.core.runner import _preload, run_streams
 
     options = RunOptions(
         quiet=True, color=False, width=100, timeout=SECONDS_BUDGET, max_memory=MEMORY_BUDGET
@@ -684,7 +684,7 @@ def run_attacks() -> dict[str, dict[str, object]]:
     "base": a trivial script's (its resident memory is what adcli itself needs)."""
     import dataclasses
 
-    from adcli import isolation
+    from adcli.core import isolation
 
     scripts = [("base", "x = 1\n")]
     scripts += [(name, text) for name, text, _ in ISSUE_ATTACKS + OWN_ATTACKS]
@@ -703,7 +703,7 @@ def attack_results() -> dict[str, object]:
     mapped, resident memory that the address-space budget does not count."""
     import json
 
-    from adcli import isolation
+    from adcli.core import isolation
 
     if not isolation.available():
         pytest.skip("needs fork and rlimits")

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from adcli import __version__
-from adcli.options import PIPE_WIDTH, RunOptions
+from adcli.core.options import PIPE_WIDTH, RunOptions
 
 # ---------------------------------------------------------------- helpers
 
 
 class FakeRunner:
-    """Stands in for adcli.runner: records each call, returns a chosen exit code."""
+    """Stands in for adcli.core.runner: records each call, returns a chosen exit code."""
 
     def __init__(self, code: int = 0, error: Exception | None = None) -> None:
         self.code = code
@@ -37,9 +37,9 @@ class FakeRunner:
 @pytest.fixture
 def fake_runner(monkeypatch: pytest.MonkeyPatch) -> FakeRunner:
     fake = FakeRunner()
-    module = types.ModuleType("adcli.runner")
+    module = types.ModuleType("adcli.core.runner")
     module.run_path = fake.run_path  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "adcli.runner", module)
+    monkeypatch.setitem(sys.modules, "adcli.core.runner", module)
     return fake
 
 
@@ -166,8 +166,8 @@ def test_directory_is_not_a_script(run_cli, tmp_path) -> None:
 
 
 def test_missing_file_does_not_load_the_runner(run_cli, tmp_path, monkeypatch) -> None:
-    module = types.ModuleType("adcli.runner")  # no run_path: loading it would fail
-    monkeypatch.setitem(sys.modules, "adcli.runner", module)
+    module = types.ModuleType("adcli.core.runner")  # no run_path: loading it would fail
+    monkeypatch.setitem(sys.modules, "adcli.core.runner", module)
     result = run_cli(["run", str(tmp_path / "nope.ad")])
     assert result.exit_code == 2
 
@@ -278,7 +278,7 @@ def test_importing_the_cli_stays_light(repo_root) -> None:
     code = (
         "import sys, adcli.cli; "
         "heavy = ('numpy', 'lark', 'torch', 'prompt_toolkit', 'adcli.autograd', "
-        "'adcli.lang', 'adcli.runner', 'adcli.render'); "
+        "'adcli.lang', 'adcli.core.runner', 'adcli.render'); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m.startswith(heavy)))"
     )
     out = subprocess.run(
@@ -312,7 +312,7 @@ def test_process_version_and_bad_option(repo_root) -> None:
 
 @pytest.fixture
 def real_runner():
-    return pytest.importorskip("adcli.runner")
+    return pytest.importorskip("adcli.core.runner")
 
 
 def write(tmp_path: Path, text: str) -> str:

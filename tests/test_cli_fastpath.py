@@ -25,7 +25,7 @@ FAST = [sys.executable, "-m", "adcli"]
 TYPER = [
     sys.executable,
     "-c",
-    "import sys; from adcli.cli_typer import app; sys.argv[0] = 'adcli'; app()",
+    "import sys; from adcli.commands.app import app; sys.argv[0] = 'adcli'; app()",
 ]
 
 

@@ -10,8 +10,8 @@ import types
 
 import pytest
 
-from adcli.options import RunOptions
-from adcli.runner import run_text
+from adcli.core.options import RunOptions
+from adcli.core.runner import run_text
 
 HEADER = """import torch
 
@@ -79,7 +79,7 @@ def test_report_marks_the_custom_node_and_names_its_backward() -> None:
 
 
 def test_adcli_check_runs_the_custom_forward_again() -> None:
-    from adcli.gradcheck import CheckOptions, check_text
+    from adcli.core.checker import CheckOptions, check_text
 
     text = HEADER + "(y * y).sum().backward()\n"
     out, err = io.StringIO(), io.StringIO()

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from adcli.errors import (
+from adcli.lang.errors import (
     AdError,
     LimitError,
     ScriptRuntimeError,
@@ -26,7 +26,7 @@ from adcli.lang.evaluator import Function, Interpreter
 from adcli.lang.guard import make_print
 from adcli.lang.host import Host, Limits, Namespace, namespace_importer
 from adcli.lang.parser import parse
-from adcli.source import Source, Span
+from adcli.lang.source import Source, Span
 
 
 def run_ad(code: str, limits: Limits | None = None, **host_kw: object) -> tuple[str, Interpreter]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import time
 
-from adcli.options import RunOptions
-from adcli.runner import _Streams, run_text
+from adcli.core.options import RunOptions
+from adcli.core.runner import _Streams, run_text
 
 LOOP = """\
 import torch

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from adcli import isolation
+from adcli.core import isolation
 from tests.fuzz.robust import Program, Verdict, classify, fuzz, run_cli, run_one
 
 pytestmark = pytest.mark.skipif(not isolation.available(), reason="needs fork and rlimits")
@@ -85,7 +85,7 @@ def test_json_output_must_be_one_located_object() -> None:
 # Shrunk cases the long campaign found, each fixed; they must stay fixed.
 REGRESSIONS: list[tuple[str, str]] = [
     # hashing a tuple nested a million deep overflowed the 8 MB C stack (SIGSEGV);
-    # the run now gives the stack room (adcli.isolation.deep_stack)
+    # the run now gives the stack room (adcli.core.isolation.deep_stack)
     ("deep_tuple_key", "t = ()\nfor i in range(10**6):\n    t = (t,)\nd = {t: 1}\nprint(len(d))\n"),
     # a lone surrogate in a string literal (stdin read with surrogateescape, run_text)
     # was an internal error: AttributeError: 'UnicodeEncodeError' has no 'msg'
@@ -102,9 +102,9 @@ def test_campaign_findings_stay_fixed(text: str, quiet: bool) -> None:
 
 
 def test_a_lone_surrogate_in_a_string_is_a_located_syntax_error() -> None:
-    from adcli.errors import ScriptSyntaxError
+    from adcli.lang.errors import ScriptSyntaxError
     from adcli.lang.parser import parse
-    from adcli.source import Source
+    from adcli.lang.source import Source
 
     with pytest.raises(ScriptSyntaxError) as info:
         parse(Source("x.ad", 'x = 1\ns = "a\ud800b"\n'))

@@ -1,6 +1,6 @@
 """Golden tests: one test per .ad script under samples/ and tests/golden/.
 
-Each script's output must match its X.out (see adcli/golden.py); this is the
+Each script's output must match its X.out (see adcli/core/golden.py); this is the
 same check `adcli test samples tests/golden` makes. `--update-goldens` rewrites
 the expected files (review the diff before committing).
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from adcli import golden
+from adcli.core import golden
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = golden.find_scripts(
@@ -21,7 +21,7 @@ SCRIPTS = golden.find_scripts(
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.relative_to(ROOT).as_posix() for s in SCRIPTS])
 def test_golden(script: Path, request: pytest.FixtureRequest) -> None:
-    pytest.importorskip("adcli.runner")
+    pytest.importorskip("adcli.core.runner")
     update = request.config.getoption("--update-goldens")
     outcome = golden.check(script, update=update)
     if not outcome.ok:

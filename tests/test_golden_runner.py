@@ -1,4 +1,4 @@
-"""The golden-test runner itself (adcli/golden.py and `adcli test`), with fake script runners."""
+"""The golden-test runner itself (adcli/core/golden.py, `adcli test`), with fake script runners."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adcli import golden
+from adcli.core import golden
 
 
 def fake(outputs: dict[str, tuple[str, int]]):
@@ -282,9 +282,9 @@ def test_default_runner_asks_the_runner_for_deterministic_text(monkeypatch, tmp_
         seen["args"] = (path, options)
         return "out\n", 0
 
-    module = types.ModuleType("adcli.runner")
+    module = types.ModuleType("adcli.core.runner")
     module.capture = capture  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "adcli.runner", module)
+    monkeypatch.setitem(sys.modules, "adcli.core.runner", module)
     script = tmp_path / "dir" / "x.ad"
     assert golden.default_runner(script) == ("out\n", 0)
     path, options = seen["args"]

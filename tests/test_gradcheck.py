@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from adcli import anomaly
-from adcli.autograd import dtypes, engine
+from adcli.autograd import anomaly, dtypes, engine
 from adcli.autograd import functions as F
 from adcli.autograd import ops as torch
 from adcli.autograd import random as rng
+from adcli.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from adcli.autograd.node import Function
-from adcli.gradcheck import CheckOptions, GradcheckError, check_text, gradcheck, gradgradcheck
-from adcli.options import RunOptions
-from adcli.runner import capture
+from adcli.core.checker import CheckOptions, check_text
+from adcli.core.options import RunOptions
+from adcli.core.runner import capture
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -531,7 +531,7 @@ def test_check_restores_function_apply():
 
 
 def test_check_reports_graphs_it_cannot_replay():
-    from adcli.gradcheck import Checker
+    from adcli.core.checker import Checker
 
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     y = (x * x).sum()  # made without recording

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from adcli import golden, isolation
-from adcli.textcompare import (
+from adcli.core import golden, isolation
+from adcli.core.textcompare import (
     MAX_DIFF_LINES,
     Tolerance,
     first_difference,
@@ -222,7 +222,7 @@ print(x.grad)
 
 
 def test_a_renamed_variable_passes_with_output_only(tmp_path: Path) -> None:
-    pytest.importorskip("adcli.runner")
+    pytest.importorskip("adcli.core.runner")
     reference = write(tmp_path / "ref.ad", STUDENT.format(y="y"))
     quiet = golden.Grading(output_only=True)
     assert golden.check(reference, update=True, grading=quiet).status == golden.NEW

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from adcli import graphcmd
-from adcli.graphcmd import INSTALL_HINT, GraphOptions, graph_text
+from adcli.core import graphing as graphcmd
+from adcli.core.graphing import INSTALL_HINT, GraphOptions, graph_text
 
 SCRIPT = """\
 import torch

@@ -12,7 +12,7 @@ import pytest
 from adcli.lang.evaluator import Interpreter
 from adcli.lang.host import Host
 from adcli.lang.parser import parse
-from adcli.source import Source, Span
+from adcli.lang.source import Source, Span
 
 
 class Watched:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from adcli import golden, isolation
-from adcli.options import RunOptions
+from adcli.core import golden, isolation
+from adcli.core.options import RunOptions
 
 pytestmark = pytest.mark.skipif(not isolation.available(), reason="needs POSIX fork")
 
@@ -203,7 +203,7 @@ def test_a_child_killed_by_a_signal_is_one_line() -> None:
 
 def test_a_segfaulting_script(tmp_path: Path) -> None:
     """A tuple nested a million deep used as a dict key overflowed the C stack; the
-    run now gives the stack room (adcli.isolation.deep_stack), so it works."""
+    run now gives the stack room (adcli.core.isolation.deep_stack), so it works."""
     script(tmp_path, "t = ()\nfor i in range(10**6):\n    t = (t,)\nd = {t: 1}\nprint(len(d))\n")
     done, took = adcli("run", "--timeout", "30", "s.ad", cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "1\n", "")
@@ -260,7 +260,7 @@ def test_stdout_and_stderr_keep_their_order(tmp_path: Path) -> None:
 
 def test_relayed_output_keeps_streams_apart_and_in_order() -> None:
     """Streams without a file descriptor (a test runner's) get the child's output relayed."""
-    from adcli.runner import run_isolated
+    from adcli.core.runner import run_isolated
 
     out, err = io.StringIO(), io.StringIO()
     merged: list[tuple[str, str]] = []
@@ -496,7 +496,7 @@ def test_graph_and_check_in_process_and_isolated_agree(tmp_path: Path) -> None:
     drawing relayed from the child, through a test runner's streams)."""
     from typer.testing import CliRunner
 
-    from adcli.cli import app
+    from adcli.commands.app import app
 
     sample = str(ROOT / "samples" / "11_second_derivative.ad")
     runner = CliRunner()

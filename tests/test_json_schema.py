@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from schema_check import errors, validate
 
-from adcli.options import RunOptions
+from adcli.core.options import RunOptions
+from adcli.core.runner import run_text
 from adcli.render.jsonout import schema
-from adcli.runner import run_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted((ROOT / "samples").glob("*.ad")) + sorted(
@@ -194,7 +194,7 @@ y.backward(create_graph=True)
 def test_an_internal_error_still_writes_one_object(
     the_schema: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from adcli import session
+    from adcli.core import session
 
     def broken(self, *args, **kwargs):
         raise ZeroDivisionError("a bug")

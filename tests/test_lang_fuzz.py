@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis.extra.lark import from_lark
 from lark import Lark
 
-from adcli.errors import ScriptRuntimeError, ScriptSyntaxError
+from adcli.lang.errors import ScriptRuntimeError, ScriptSyntaxError
 from adcli.lang.evaluator import Interpreter
 from adcli.lang.guard import make_print
 from adcli.lang.host import Host, Limits
 from adcli.lang.parser import _grammar_text, parse
-from adcli.source import Source
+from adcli.lang.source import Source
 
 PRELUDE = "a = 3\nb = 2.5\nc = 'xy'\nd = [1, 2, 3]\n"
 

@@ -23,9 +23,9 @@ import pytest
 from adcli.autograd import budget, ops
 from adcli.autograd.config import config
 from adcli.autograd.tensor import Size
+from adcli.core.options import RunOptions
+from adcli.core.runner import _Streams, run_text
 from adcli.lang.bounds import BigRange, int_text_bits, nested_size
-from adcli.options import RunOptions
-from adcli.runner import _Streams, run_text
 
 ROOT = Path(__file__).resolve().parent.parent
 # "Within a second" on an idle machine; the shared test machines run several

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from adcli.gradcheck import CheckOptions, check_text
-from adcli.options import RunOptions
+from adcli.core.checker import CheckOptions, check_text
+from adcli.core.options import RunOptions
+from adcli.core.runner import _Streams, run_text
 from adcli.render.progress import Progress
-from adcli.runner import _Streams, run_text
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,8 +19,8 @@ from adcli.nn.hooks import BackwardHookFunction
 
 
 def run_json(text: str) -> dict:
-    from adcli.options import RunOptions
-    from adcli.runner import run_text
+    from adcli.core.options import RunOptions
+    from adcli.core.runner import run_text
 
     buf = io.StringIO()
     streams = types.SimpleNamespace(out=buf, err=io.StringIO())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adcli.optable import replace_section
+from adcli.scriptlib.optable import replace_section
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -13,7 +13,7 @@ def test_readme_table_matches_the_registry() -> None:
     text = README.read_text(encoding="utf-8")
     assert replace_section(text) == text, (
         "README.md's operations table is out of date: run "
-        "`python -m adcli.optable --write README.md`"
+        "`python -m adcli.scriptlib.optable --write README.md`"
     )
 
 

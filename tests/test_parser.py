@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from adcli import errors
-from adcli.errors import ScriptSyntaxError, format_diagnostic
-from adcli.lang import ast
+from adcli.lang import ast, errors
 from adcli.lang.ast import dump, walk
+from adcli.lang.errors import ScriptSyntaxError, format_diagnostic
 from adcli.lang.parser import _grammar_text, parse
-from adcli.source import Source, Span, caret_line, render_caret
+from adcli.lang.source import Source, Span, caret_line, render_caret
 
 
 def body(code: str) -> str:

@@ -21,9 +21,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from adcli import golden
-from adcli.options import RunOptions
-from adcli.repl import (
+from adcli.core import golden
+from adcli.core.options import RunOptions
+from adcli.repl.loop import (
     COMMANDS,
     COMPLETE,
     INCOMPLETE,
@@ -82,7 +82,7 @@ def session_runner(path: Path) -> tuple[str, int]:
 
 def run_script(text: str) -> tuple[str, str, int]:
     """`adcli run` on script text: (stdout, stderr, exit status)."""
-    from adcli.runner import run_text
+    from adcli.core.runner import run_text
 
     out, err = io.StringIO(), io.StringIO()
     code = run_text(text, "saved.ad", PIPE, SimpleNamespace(out=out, err=err))
@@ -160,7 +160,7 @@ def test_run_never_imports_the_line_editor(tmp_path: Path) -> None:
     script.write_text("print(tensor(1.) + 1)\n", encoding="utf-8")
     code = (
         "import sys\n"
-        "from adcli.cli import app\n"
+        "from adcli.commands.app import app\n"
         f"app(['run', {str(script)!r}], standalone_mode=False)\n"
         "print(sorted(m for m in sys.modules if m.startswith(('prompt_toolkit', 'adcli.repl'))))\n"
     )
@@ -171,7 +171,7 @@ def test_run_never_imports_the_line_editor(tmp_path: Path) -> None:
 
 
 def test_repl_module_does_not_import_the_line_editor() -> None:
-    code = "import sys, adcli.repl; print('prompt_toolkit' in sys.modules)"
+    code = "import sys, adcli.repl.loop; print('prompt_toolkit' in sys.modules)"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
@@ -623,7 +623,7 @@ def editor_session(
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from adcli.repl_editor import run_interactive
+    from adcli.repl.editor import run_interactive
 
     repl, out, err = make_repl(options)
     with create_pipe_input() as inp:

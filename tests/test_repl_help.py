@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from adcli.options import RunOptions
-from adcli.repl import FIRST_LINE, Repl, run_stream
-from adcli.repl_help import script_dir
+from adcli.core.options import RunOptions
+from adcli.repl.help import script_dir
+from adcli.repl.loop import FIRST_LINE, Repl, run_stream
 
 PIPE = RunOptions(width=100, color=False)
 
@@ -208,7 +208,7 @@ def test_the_editor_suggests_from_history_and_right_arrow_takes_it(tmp_path: Pat
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from adcli.repl_editor import make_prompt_session, run_interactive
+    from adcli.repl.editor import make_prompt_session, run_interactive
 
     history = tmp_path / "history"
     history.write_text("\n# 2026-01-01\n+print('from history', 42)\n")
@@ -237,7 +237,7 @@ def test_the_editor_suggests_from_history_and_right_arrow_takes_it(tmp_path: Pat
 
 def test_no_colour_means_no_suggestion() -> None:
     pytest.importorskip("prompt_toolkit")
-    from adcli.repl_editor import make_prompt_session
+    from adcli.repl.editor import make_prompt_session
 
     repl = Repl(RunOptions(width=100, color=False), io.StringIO(), io.StringIO())
     assert make_prompt_session(repl).auto_suggest is None

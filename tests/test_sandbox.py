@@ -9,12 +9,12 @@ import textwrap
 
 import pytest
 
-from adcli.errors import AdError, ScriptRuntimeError, ScriptSyntaxError, format_diagnostic
+from adcli.lang.errors import AdError, ScriptRuntimeError, ScriptSyntaxError, format_diagnostic
 from adcli.lang.evaluator import Interpreter
 from adcli.lang.guard import Guards, get_attribute, make_print
 from adcli.lang.host import Host, Limits, Namespace
 from adcli.lang.parser import parse
-from adcli.source import Source
+from adcli.lang.source import Source
 
 
 class Tensorish:

@@ -16,8 +16,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from adcli.options import RunOptions
-from adcli.runner import _Streams, run_text
+from adcli.core.options import RunOptions
+from adcli.core.runner import _Streams, run_text
 
 
 def run(script: str, **opts: object) -> str:
@@ -554,8 +554,8 @@ def test_sympy_is_imported_only_for_formulas() -> None:
     code = textwrap.dedent(
         """
         import io, sys
-        from adcli.options import RunOptions
-        from adcli.runner import _Streams, run_text
+        from adcli.core.options import RunOptions
+        from adcli.core.runner import _Streams, run_text
         buf = io.StringIO()
         src = "import torch\\nx = torch.tensor(1., requires_grad=True)\\n(x * x).backward()\\n"
         run_text(src, "t.ad", RunOptions(), _Streams(buf, buf))

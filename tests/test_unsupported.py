@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from adcli.options import RunOptions
-from adcli.runner import _Streams, run_text
+from adcli.core.options import RunOptions
+from adcli.core.runner import _Streams, run_text
 
 
 def run(text: str) -> tuple[int, str]:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adcli.options import RunOptions
-from adcli.runner import _Streams, run_text
+from adcli.core.options import RunOptions
+from adcli.core.runner import _Streams, run_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"

@@ -1,6 +1,6 @@
 """The size limit and the memory budget of tensors, checked before NumPy allocates.
 
-Both are set by the host (adcli.session) in `config`:
+Both are set by the host (adcli.core.session) in `config`:
 
 - `config.max_numel` (`--max-numel`): no tensor has more elements. Operations whose
   result can be larger than their operands (broadcasting, matrix products, `cat`,
@@ -14,7 +14,7 @@ Both are set by the host (adcli.session) in `config`:
   wraps them until the array that owns their memory is freed (a weakref callback).
   Smaller arrays are not counted, so the common small operation pays one
   comparison; what escapes the count is bounded by the process's own memory budget
-  (`--max-memory`, adcli.isolation).
+  (`--max-memory`, adcli.core.isolation).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ class _Config:
         # adcli.symbolic (opt-in): Function.apply records each node's constant operands and
         # parameters, and release() keeps the saved values, so formulas can be rebuilt.
         self.record_inputs: bool = False
-        # Whether anomaly detection is on (set by adcli.anomaly): it changes the hint
+        # Whether anomaly detection is on (set by adcli.autograd.anomaly): it changes the hint
         # of PyTorch's in-place error.
         self.anomaly_mode: bool = False
 

@@ -80,7 +80,7 @@ warned = _Warned()
 record_trace = True
 
 # Anomaly detection (torch.autograd.set_detect_anomaly, `adcli run --detect-anomaly`):
-# set by adcli/anomaly.py only while detection is on, and then called with each node
+# set by adcli/autograd/anomaly.py only while detection is on, and then called with each node
 # and the gradients its backward returned; None costs one test per node.
 anomaly_check: Callable[[Node, Sequence[Tensor | None]], None] | None = None
 

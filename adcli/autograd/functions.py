@@ -6,11 +6,15 @@ is itself differentiable: double backward, Hessians and symbolic formulas all
 come from these same rows).  Argument parsing, scalars and dtype promotion live
 in ops.py; reducing gradients over broadcast dimensions and casting them back to
 each input's dtype is done once, by the engine.
+
+This module is above ops.py: the backward formulas call the ops, and the ops reach
+these rows through ops.py's `F` slot, which this module fills as it loads.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -19,6 +23,8 @@ from . import kernels32, ops
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
+
+ops.F = sys.modules[__name__]  # the ops run these rows (ops.py cannot import this module)
 
 # Binary operands arrive already promoted by ops.py; `_d` reads an operand's
 # array cast to the op's computation dtype.  Add, Sub, Mul and Div may also get a

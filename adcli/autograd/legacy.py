@@ -17,15 +17,21 @@ dtype of such a tensor are meaningful.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, ops
 from .config import config
 from .device import Device, check_device, parse_device, unavailable
 from .dtypes import DType
+from . import tensor as _tensor_module
 from .tensor import Size, Tensor
+
+# torch.Tensor(...), x.device, x.to(), x.type(), x.cuda() call this module, which is
+# above tensor.py and ops.py (it imports them): it binds itself into their slots.
+_tensor_module.legacy = ops.legacy = sys.modules[__name__]
 
 __all__ = [
     "CUDA_TYPES",
@@ -84,8 +90,6 @@ def legacy_new(
     """The legacy constructor `torch.FloatTensor(...)` at dtype `dt` (`torch.Tensor(...)`
     with `generic`, which takes a tensor of any dtype): no argument (an empty tensor),
     a tensor, sizes (ints or a torch.Size) or data."""
-    from . import ops
-
     device = kwargs.pop("device", None)
     size = kwargs.pop("size", None)
     if kwargs:
@@ -228,8 +232,6 @@ class _VariableMeta(type):
             if requires_grad:
                 raise ValueError("Variable can't be volatile and require_grad at the same time!")
         if data is None:
-            from . import ops
-
             return ops._finish(np.zeros((0,), dtypes.DEFAULT_FLOAT.np), bool(requires_grad))
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {_type_name(data)}")
@@ -315,8 +317,6 @@ def _is_device(v: Any) -> bool:
 def tensor_to(a: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """`x.to(device)`, `x.to(dtype)`, `x.to(device, dtype)`, `x.to(other)` (and the
     keywords dtype, device, copy, non_blocking, memory_format)."""
-    from . import ops
-
     extra = set(kwargs) - {"dtype", "device", "copy", "non_blocking", "memory_format"}
     if extra:
         raise _bad_to(args, {k: kwargs[k] for k in extra})
@@ -368,8 +368,6 @@ def type_name(a: Tensor) -> str:
 def tensor_type(a: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
     """`x.type()` (its legacy type name) or `x.type(t)`: x converted to the legacy type,
     type name or dtype `t`."""
-    from . import ops
-
     if dtype is None:
         return type_name(a)
     if isinstance(dtype, DType):

@@ -4,7 +4,7 @@ Generic over the values it manipulates: it knows nothing about tensors. A
 host (see `adcli.lang.host`) supplies names, modules, hooks and limits::
 
     from adcli.lang import Host, Interpreter, Limits, parse
-    from adcli.source import Source
+    from adcli.lang.source import Source
 
     interp = Interpreter(Host(globals=names, import_module=find_module), Limits())
     interp.run(parse(Source("x.ad", text)))   # ScriptSyntaxError / ScriptRuntimeError

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import FrozenInstanceError
 
-from adcli.source import Source, Span
+from adcli.lang.source import Source, Span
 
 # ------------------------------------------------------------------ base class
 

@@ -15,7 +15,7 @@ from a small script, and each gets a cheap measurement here:
 
 Steps no builtin wrapper can reach (``==`` and ``in`` on nested lists, ``hash`` of a
 tuple nested a million deep used as a dict key) are left to the child process's
-time and memory budgets (adcli.isolation), which stop them with a clear error.
+time and memory budgets (adcli.core.isolation), which stop them with a clear error.
 """
 
 from __future__ import annotations

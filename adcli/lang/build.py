@@ -21,9 +21,9 @@ from typing import Any
 
 from lark import Token, Tree
 
-from adcli.errors import ScriptSyntaxError
 from adcli.lang import ast
-from adcli.source import Source, Span
+from adcli.lang.errors import ScriptSyntaxError
+from adcli.lang.source import Source, Span
 
 __all__ = ["Builder", "validate", "MAX_NESTING"]
 

@@ -40,10 +40,10 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from adcli.errors import ScriptSyntaxError
 from adcli.lang import ast
+from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.guard import DEFINABLE_DUNDERS
-from adcli.source import Source, Span
+from adcli.lang.source import Source, Span
 
 __all__ = ["Options", "translate", "stmt_span"]
 

@@ -23,7 +23,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from adcli.errors import (
+from adcli.lang import ast
+from adcli.lang.build import MAX_NESTING
+from adcli.lang.compiler import Options, stmt_span, translate
+from adcli.lang.errors import (
     AdError,
     LimitError,
     SandboxError,
@@ -31,9 +34,6 @@ from adcli.errors import (
     ScriptSyntaxError,
     TraceEntry,
 )
-from adcli.lang import ast
-from adcli.lang.build import MAX_NESTING
-from adcli.lang.compiler import Options, stmt_span, translate
 from adcli.lang.guard import (
     EXCEPTIONS,
     PLAIN_INPLACE,
@@ -50,7 +50,7 @@ from adcli.lang.guard import (
     mark_class,
 )
 from adcli.lang.host import Host, Limits, Namespace, missing_member
-from adcli.source import Source, Span
+from adcli.lang.source import Source, Span
 
 __all__ = ["Interpreter", "Function", "UNCATCHABLE"]
 
@@ -130,7 +130,7 @@ def _attribute_error(exc: AttributeError) -> str:
     message = str(exc)
     if "has no attribute" not in message:
         return message  # "adcli does not support Tensor.x yet" and the like
-    from adcli.hints import attribute_candidates, suggest
+    from adcli.lang.hints import attribute_candidates, suggest
 
     close = suggest(exc.name, attribute_candidates(exc.obj))
     return message + f". Did you mean: '{close}'?" if close else message
@@ -443,7 +443,7 @@ class Interpreter:
         message = f"name '{name}' is not defined"
         if name in _FORBIDDEN_NAMES:
             return message + f" ('{name}' is not available in adcli scripts)"
-        from adcli.hints import suggest
+        from adcli.lang.hints import suggest
 
         # as Python 3.12: the frame's locals, then its globals, then the builtins
         candidates: dict[str, None] = {}

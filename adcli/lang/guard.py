@@ -49,8 +49,8 @@ from collections.abc import Callable, Iterable
 from string import Formatter
 from typing import Any
 
-from adcli.errors import LimitError, SandboxError
 from adcli.lang.bounds import NESTED, BigRange, int_text_bits, nested_size
+from adcli.lang.errors import LimitError, SandboxError
 from adcli.lang.host import Limits, Namespace, missing_member
 
 __all__ = [

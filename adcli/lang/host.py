@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from adcli.source import Span
+from adcli.lang.source import Span
 
 __all__ = ["Host", "Limits", "Namespace", "namespace_importer"]
 

@@ -15,8 +15,8 @@ import functools
 import re
 from typing import NoReturn
 
-from adcli.errors import ScriptSyntaxError
-from adcli.source import Source, Span
+from adcli.lang.errors import ScriptSyntaxError
+from adcli.lang.source import Source, Span
 
 __all__ = [
     "MAX_SCRIPT_CHARS",

@@ -18,11 +18,11 @@ from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lark import PostLex
 
-from adcli.errors import ScriptSyntaxError
 from adcli.lang import ast
 from adcli.lang.build import Builder, validate
+from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.limits import MAX_SCRIPT_CHARS, check_text
-from adcli.source import Source, Span
+from adcli.lang.source import Source, Span
 
 __all__ = ["parse", "parse_expression", "get_lark", "MAX_SCRIPT_CHARS"]
 

@@ -28,8 +28,8 @@ def run(cases):
 
 
 def _adcli_output(text: str) -> str:
-    from adcli.options import RunOptions
-    from adcli.runner import run_text
+    from adcli.core.options import RunOptions
+    from adcli.core.runner import run_text
 
     out, err = io.StringIO(), io.StringIO()
     streams = types.SimpleNamespace(out=out, err=err)

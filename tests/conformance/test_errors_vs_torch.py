@@ -2,14 +2,14 @@
 
 Each scenario is written once against a torch-like module `m` and a recorder `r`,
 and run twice: with torch itself and with the `torch` module an adcli script sees
-(`adcli.session.build_modules()["torch"]`). The two transcripts must be equal line
+(`adcli.core.session.build_modules()["torch"]`). The two transcripts must be equal line
 for line: reprs (addresses masked), gradients, `grad_fn` names, error types (the
 nearest builtin class, as a script's `except` sees it) and sentences word for
 word, and the UserWarnings emitted.
 
 Script-level behaviour (what `except RuntimeError as e` binds, exit status, the
 diagnostic with `file:line:col` and a caret, what reaches stderr) is checked by
-running the same text through `adcli.runner.run_text` (or the `adcli` command in
+running the same text through `adcli.core.runner.run_text` (or the `adcli` command in
 a child process) and through Python with torch.
 
 Covered: dim 0/-1 reductions of 0-d tensors (values, grads, grad_fn names, the
@@ -41,9 +41,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from adcli.autograd.config import _default_warn, config  # noqa: E402
-from adcli.options import RunOptions  # noqa: E402
-from adcli.runner import run_text  # noqa: E402
-from adcli.session import build_modules  # noqa: E402
+from adcli.core.options import RunOptions  # noqa: E402
+from adcli.core.runner import run_text  # noqa: E402
+from adcli.core.session import build_modules  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -177,7 +177,7 @@ def _reduction_rate(name: str, dt: type, seed: int = 0) -> float:
 
 
 def _range_rate(name: str, dt: type, seed: int = 0) -> float:
-    from adcli.torchapi import module_table
+    from adcli.scriptlib.torchapi import module_table
 
     api = module_table()["torch"]
     tdt, adt = (
@@ -300,7 +300,7 @@ def test_float64_mismatch_rate_within_bound(name: str) -> None:
 def test_polynomial_training_prints_torch_digits() -> None:
     """The polynomial fit of PyTorch's tutorial (without its sin and dot, whose MKL
     rounding is not reproduced): 2000 points, the loss printed every 100 steps."""
-    from adcli.torchapi import module_table
+    from adcli.scriptlib.torchapi import module_table
 
     api = module_table()["torch"]
     x_t = torch.linspace(-math.pi, math.pi, 2000)

@@ -22,9 +22,9 @@ torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.torch
 
-from adcli import torchapi  # noqa: E402
 from adcli.autograd import forward_ad  # noqa: E402
 from adcli.autograd.node import Function  # noqa: E402
+from adcli.scriptlib import torchapi  # noqa: E402
 
 
 def _adcli_lib() -> SimpleNamespace:

@@ -1,4 +1,4 @@
-"""The learner notes (adcli.hints) add `note:` lines after PyTorch's sentence; the
+"""The learner notes (adcli.lang.hints) add `note:` lines after PyTorch's sentence; the
 sentence itself must stay torch's, word for word, and the "Did you mean" part must
 be what Python 3.12 would say. Each script runs through adcli and through torch."""
 
@@ -13,9 +13,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adcli.hints import suggest  # noqa: E402
-from adcli.options import RunOptions  # noqa: E402
-from adcli.runner import run_text  # noqa: E402
+from adcli.core.options import RunOptions  # noqa: E402
+from adcli.core.runner import run_text  # noqa: E402
+from adcli.lang.hints import suggest  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -36,7 +36,7 @@ TORCH_ERRORS = [
 
 
 def _adcli(text: str) -> str:
-    from adcli.runner import _Streams
+    from adcli.core.runner import _Streams
 
     buf = io.StringIO()
     run_text(text, "x.ad", RunOptions(quiet=True, in_process=True), _Streams(buf, buf))

@@ -4,7 +4,7 @@ Each `scripts/*.ad` file is a small tutorial-style program (it starts with
 `import torch` and uses only the subset of SPEC §1); the tour in `samples/` is
 checked the same way. Each script is run twice:
 
-(a) by adcli, in this process, through `adcli.runner.run_text` in `--json` mode;
+(a) by adcli, in this process, through `adcli.core.runner.run_text` in `--json` mode;
 (b) by Python with the real torch: the same text `exec`uted in a fresh namespace
     with stdout captured.
 
@@ -60,8 +60,8 @@ ATOL = 1e-6
 
 def run_adcli(text: str, name: str) -> dict[str, Any]:
     """adcli's JSON object for `text` (SPEC §5)."""
-    from adcli.options import RunOptions
-    from adcli.runner import run_text
+    from adcli.core.options import RunOptions
+    from adcli.core.runner import run_text
 
     buf = io.StringIO()
     err = io.StringIO()

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from adcli.autograd.tensor import Tensor as ATensor
-from adcli.torchapi import module_table
+from adcli.scriptlib.torchapi import module_table
 
 torch = pytest.importorskip("torch")
 

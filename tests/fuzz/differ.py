@@ -156,8 +156,8 @@ def _error_line(e: BaseException) -> int:
 
 def run_adcli(text: str) -> Outcome:
     """Run `text` with adcli in this process (`adcli run -q`); capture stdout and stderr."""
-    from adcli.options import RunOptions
-    from adcli.runner import run_text
+    from adcli.core.options import RunOptions
+    from adcli.core.runner import run_text
 
     out, err = io.StringIO(), io.StringIO()
     streams = types.SimpleNamespace(out=out, err=err)

@@ -3,7 +3,7 @@
 Programs come from the grammar (`grammar.py`: random derivations, and random
 expressions in a small script) and from broken real scripts (`mutate.py`). Each
 runs the way `adcli test` runs a script: forked from a warm parent, under a
-wall-clock and memory budget (`adcli.isolation`), its stdout and stderr
+wall-clock and memory budget (`adcli.core.isolation`), its stdout and stderr
 captured together; every `--cli-every`th program also runs through the real
 command line (`adcli run --timeout T --max-memory 1G`). Each run is one of
 
@@ -36,8 +36,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adcli import isolation
-from adcli.options import RunOptions
+from adcli.core import isolation
+from adcli.core.options import RunOptions
 
 from .grammar import PRELUDE, GrammarGen
 from .mutate import Mutator, seed_scripts, tokens
@@ -219,7 +219,7 @@ def _factory(full: bool) -> Factory:
 
 def _body(program: Program, timeout: float):  # type: ignore[no-untyped-def]
     def body(out, err) -> int:  # type: ignore[no-untyped-def]
-        from adcli.runner import run_streams
+        from adcli.core.runner import run_streams
 
         code, out_of_memory = run_streams(program.text, NAME, program.options(timeout), out, err)
         return isolation.EXIT_OUT_OF_MEMORY if out_of_memory else code
@@ -302,7 +302,7 @@ def _batch_job(chunk: list[Program], timeout: float) -> object:
     def body(out, err) -> int:  # type: ignore[no-untyped-def]
         import io
 
-        from adcli.runner import run_streams
+        from adcli.core.runner import run_streams
 
         for program in chunk:
             buf = io.StringIO()
@@ -530,7 +530,7 @@ def _warm_up() -> None:
     """Import the engine and run a tiny script here, so each fork starts warm."""
     import io
 
-    from adcli.runner import run_streams
+    from adcli.core.runner import run_streams
 
     buf = io.StringIO()
     run_streams(

@@ -20,19 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from .autograd import config as engine_config
-from .autograd import engine, grad_mode
-from .autograd import graph as autograd_graph
-from .autograd import random as rng
-from .autograd.engine import BackwardEvent
-from .autograd.node import SavedTensorError
-from .autograd.tensor import Tensor
-from .errors import AdError
-from .lang.compiler import _script_name
-from .lang.host import MODULE_HINTS, Host, Limits, Namespace
-from .lang.parser import parse
-from .provenance import Label
-from .source import Source, Span
+from adcli.autograd import config as engine_config
+from adcli.autograd import engine, grad_mode
+from adcli.autograd import graph as autograd_graph
+from adcli.autograd import random as rng
+from adcli.autograd.engine import BackwardEvent
+from adcli.autograd.node import SavedTensorError
+from adcli.autograd.tensor import Tensor
+from adcli.lang.compiler import _script_name
+from adcli.lang.errors import AdError
+from adcli.lang.host import MODULE_HINTS, Host, Limits, Namespace
+from adcli.lang.parser import parse
+from adcli.lang.source import Source, Span
+from adcli.provenance import Label
 
 
 @dataclass
@@ -77,7 +77,7 @@ class SessionOptions:
 
 def build_modules() -> dict[str, Namespace]:
     """`Namespace` objects for every importable module, submodules linked."""
-    from .torchapi import module_table
+    from adcli.scriptlib.torchapi import module_table
 
     table = module_table()
     built: dict[str, Namespace] = {}
@@ -96,7 +96,7 @@ class Session:
     """One run (or one REPL): an interpreter, its engine settings and its labels."""
 
     def __init__(self, output: Output, hooks: Hooks, options: SessionOptions) -> None:
-        from .lang.evaluator import Interpreter
+        from adcli.lang.evaluator import Interpreter
 
         self.output = output
         self.hooks = hooks
@@ -131,8 +131,8 @@ class Session:
     # ------------------------------------------------------------ running
     def _reset_engine(self) -> None:
         """Each session starts from PyTorch's fresh-process state."""
-        from . import anomaly, compat
-        from .autograd import forward_ad
+        from adcli.autograd import anomaly, forward_ad
+        from adcli.scriptlib import compat
 
         anomaly.reset()
         compat.reset_state()  # default dtype, device and print options
@@ -222,13 +222,13 @@ class Session:
         mod = self.modules.get(dotted)
         if mod is None:
             if dotted.split(".")[0] == "torch":
-                from .lang.pytorch_names import alternative
+                from adcli.lang.pytorch_names import alternative
 
                 hint = alternative(dotted)
                 raise ModuleNotFoundError(
                     f"adcli does not support {dotted}" + (f": {hint}" if hint else " yet")
                 )
-            from .pymodules import UNSUPPORTED_MODULES, unsupported_module
+            from adcli.scriptlib.pymodules import UNSUPPORTED_MODULES, unsupported_module
 
             top = dotted.split(".")[0]
             if top not in UNSUPPORTED_MODULES or dotted not in (top, f"{top}.pyplot", "os.path"):
@@ -296,7 +296,7 @@ class Session:
         """Label the tensor and its graph node (which outlives an unnamed tensor)."""
         t._label = label
         if not grad_mode.state.enabled and not t._requires_grad:
-            label.no_grad = True  # for the note on "does not require grad" (adcli.hints)
+            label.no_grad = True  # for the note on "does not require grad" (adcli.lang.hints)
         node = t._node
         if node is None and t._requires_grad:
             node = t._accumulator()
@@ -343,8 +343,8 @@ class Session:
 
     def _warning_notes(self, message: str, caller: Any) -> list[str]:
         """Notes after a UserWarning: for `.grad` of a non-leaf, the line that made it one."""
-        from .autograd.tensor import NONLEAF_GRAD_WARNING
-        from .hints import nonleaf_grad_note
+        from adcli.autograd.tensor import NONLEAF_GRAD_WARNING
+        from adcli.lang.hints import nonleaf_grad_note
 
         if message != NONLEAF_GRAD_WARNING:
             return []
@@ -372,7 +372,7 @@ class Session:
         """Count, per leaf, the backward passes whose gradients its .grad holds; the
         first time one holds two, add a note to this pass's report (only in a script
         that reads .grad or steps an optimizer: there the sum is what gets used)."""
-        from .hints import accumulated
+        from adcli.lang.hints import accumulated
 
         for t, n, lines in accumulated(event, self._accum, line):
             noted = self._accum_noted.get(id(t))
@@ -393,7 +393,7 @@ class Session:
         """Name the parameters the script holds by their path (`model.fc.weight` for a
         model's, `w` for a bare nn.Parameter), for the report. Parameters are made
         inside the layers, where no assignment labels them; this runs before a report."""
-        from .nn import Module, Parameter
+        from adcli.nn import Module, Parameter
 
         for var, v in list(self.interp.globals.items()):
             if isinstance(v, Module) and not var.startswith("__"):
@@ -407,7 +407,7 @@ class Session:
         """Beyond PyTorch's sentence: `note:` lines naming the script lines behind an
         error (saved tensors freed or changed, a root that does not require grad, a
         non-leaf given to an optimizer, shapes that do not multiply, a misspelled keyword)."""
-        from .anomaly import AnomalyError, made_at
+        from adcli.autograd.anomaly import AnomalyError, made_at
 
         if exc is None:
             return []
@@ -440,8 +440,8 @@ class Session:
         ]
 
     def _learner_notes(self, exc: BaseException) -> list[str]:
-        """The notes of adcli.hints for the common mistakes (empty for other errors)."""
-        from . import hints
+        """The notes of adcli.lang.hints for the common mistakes (empty for other errors)."""
+        from adcli.lang import hints
 
         codes = self.interp._codes
         if isinstance(exc, RuntimeError):
@@ -476,7 +476,7 @@ class Session:
         """Keyword names of the function a TypeError names (`ones()`, `SGD.__init__()`)."""
         import inspect
 
-        from .nn import Module
+        from adcli.nn import Module
 
         fn = message.split("(", 1)[0]
         owner, _, attr = fn.rpartition(".")
@@ -580,7 +580,7 @@ _READS_GRAD = re.compile(r"\.grad\b(?!\s*=[^=])|\.step\(")
 
 
 def _accumulation_note(t: Tensor, n: int, lines: list[int | None]) -> str:
-    from .provenance import label_of
+    from adcli.provenance import label_of
 
     lab = label_of(t)
     name = (lab.name or lab.expr) if lab is not None else "a leaf"

@@ -1,7 +1,7 @@
 """The REPL's line editor (prompt_toolkit): imported only for a terminal session.
 
 Enter runs the input when it is complete (Python's rules, see
-`adcli.repl.enter_action`) and otherwise opens a new line with the right
+`adcli.repl.loop.enter_action`) and otherwise opens a new line with the right
 indentation; Tab indents at the start of a line and completes elsewhere;
 Backspace in the indentation removes one level. History keeps whole blocks
 as one entry. As you type, the rest of a matching line from history shows in
@@ -29,7 +29,7 @@ from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.styles import Style
 from pygments.lexers.python import PythonLexer
 
-from .repl import CONTINUATION, INDENT, PROMPT, Repl, _trim, enter_action
+from adcli.repl.loop import CONTINUATION, INDENT, PROMPT, Repl, _trim, enter_action
 
 __all__ = ["ReplCompleter", "make_prompt_session", "run_interactive"]
 
@@ -124,7 +124,7 @@ def _key_bindings() -> KeyBindings:
     def _newline(event: KeyPressEvent) -> None:
         """Alt-Enter: a new line even where Enter would run the input."""
         buf = event.current_buffer
-        from .repl import next_indent
+        from adcli.repl.loop import next_indent
 
         buf.insert_text("\n" + next_indent(buf.document.current_line_before_cursor))
 

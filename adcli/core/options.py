@@ -50,7 +50,7 @@ class RunOptions:
     # `--html FILE`: also write every report to one self-contained page (adcli.render.html)
     html: str | None = None
     # `adcli run` runs the script in a child process with these budgets (see
-    # `adcli.isolation`): wall-clock seconds and bytes of memory, None for no limit.
+    # `adcli.core.isolation`): wall-clock seconds and bytes of memory, None for no limit.
     # `in_process` runs it in this process instead, without budgets.
     timeout: float | None = 60.0
     max_memory: int | None = 4 * 1024**3

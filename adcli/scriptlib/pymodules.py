@@ -5,7 +5,7 @@ Each is a table of curated members (adcli.lang.host.Namespace is built from it).
 `math` is Python's own, with the functions whose cost grows with their
 arguments (`factorial`, `comb`, `perm`, `prod`, `lcm`) bounded; `random` is a
 fresh `random.Random` per run, so `random.seed(s)` gives Python's numbers for
-that seed; `numpy` is adcli/numpy_api.py.
+that seed; `numpy` is adcli/scriptlib/numpy_api.py.
 
 `UNSUPPORTED_MODULES` words the error for a module scripts cannot import.
 """
@@ -18,10 +18,10 @@ import random as _random
 from collections.abc import Iterable
 from typing import Any
 
-from . import numpy_api
-from .errors import LimitError
-from .lang import guard
-from .lang.host import MODULE_HINTS
+from adcli.lang import guard
+from adcli.lang.errors import LimitError
+from adcli.lang.host import MODULE_HINTS
+from adcli.scriptlib import numpy_api
 
 __all__ = ["UNSUPPORTED_MODULES", "module_tables", "unsupported_module"]
 
@@ -172,7 +172,7 @@ def functools_table() -> dict[str, Any]:
 
 def collections_table() -> dict[str, Any]:
     """`collections`: OrderedDict (nn.Sequential takes one to name its layers)."""
-    from .nn.module import OrderedDict
+    from adcli.nn.module import OrderedDict
 
     return {"OrderedDict": OrderedDict}
 

@@ -14,8 +14,8 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from .errors import SCRIPT_ERROR, AdError, format_diagnostic
-from .options import RunOptions
+from adcli.core.options import RunOptions
+from adcli.lang.errors import SCRIPT_ERROR, AdError, format_diagnostic
 
 __all__ = [
     "RunOptions",
@@ -78,7 +78,7 @@ class ScriptUnreadable(Exception):
 
 def read_script(path: str) -> tuple[str, str]:
     """The script text at `path` (`-` for stdin) and the name messages use for it."""
-    from .lang.limits import MAX_SCRIPT_CHARS
+    from adcli.lang.limits import MAX_SCRIPT_CHARS
 
     # No more than the parser accepts (plus one character, so it can say so).
     try:
@@ -95,7 +95,7 @@ def run_path(path: str, options: RunOptions) -> int:
     """Run the script at `path` (`-` for stdin); returns the exit status.
 
     The script runs in a child process under `options.timeout`/`options.max_memory`
-    (see `adcli.isolation`), unless `options.in_process` or the platform cannot fork.
+    (see `adcli.core.isolation`), unless `options.in_process` or the platform cannot fork.
     """
     try:
         text, name = read_script(path)
@@ -103,7 +103,7 @@ def run_path(path: str, options: RunOptions) -> int:
         sys.stderr.write(f"adcli: error: {e}\n")
         return 2
     name = options.display_name or name
-    from . import isolation
+    from adcli.core import isolation
 
     if options.in_process or not isolation.available():
         return _run_here(text, name, options, sys.stdout, sys.stderr)
@@ -116,7 +116,7 @@ def run_isolated(text: str, name: str, options: RunOptions, out: IO[str], err: I
     A budget that runs out, or a crash, ends in one `adcli: error:` line and exit 1."""
     from dataclasses import replace
 
-    from . import isolation
+    from adcli.core import isolation
 
     # The parent's terminal decides colour and width; the child may not see it.
     width = options.width
@@ -129,7 +129,7 @@ def run_isolated(text: str, name: str, options: RunOptions, out: IO[str], err: I
         return isolation.EXIT_OUT_OF_MEMORY if out_of_memory else code
 
     def json_error(message: str) -> None:
-        from .render.jsonout import dumps
+        from adcli.render.jsonout import dumps
 
         error = {"kind": "LimitError", "message": message, "line": None, "column": None}
         error["notes"] = []
@@ -164,7 +164,7 @@ def run_in_child(
     when they are this process's real stdout and stderr, else through the parent.
     A budget that runs out, or a crash, ends in one `adcli: error:` line and exit 1
     (`before_stop(message)` first, for --json's object)."""
-    from . import isolation
+    from adcli.core import isolation
 
     budget = isolation.Budget(timeout=timeout or None, max_memory=max_memory or None)
     direct = (
@@ -204,7 +204,7 @@ def _isatty(stream: IO[str]) -> bool:
 
 def _preload() -> None:
     """Import the engine before the child's memory budget is set (see isolation)."""
-    from . import session  # noqa: F401 - NumPy, Lark, the engine
+    from adcli.core import session  # noqa: F401 - NumPy, Lark, the engine
 
 
 def _run_here(text: str, name: str, options: RunOptions, out: IO[str], err: IO[str]) -> int:
@@ -218,7 +218,7 @@ def run_streams(
     """Run `text` to the given streams, ending quietly when the reader goes away;
     (exit status, whether it ran out of memory). The C stack gets room for values
     nested millions deep while it runs (`isolation.deep_stack`)."""
-    from .isolation import deep_stack
+    from adcli.core.isolation import deep_stack
 
     streams = _Streams(_PipeGuard(out), _PipeGuard(err))  # type: ignore[arg-type]
     try:
@@ -245,8 +245,8 @@ def run_text(text: str, name: str, options: RunOptions, streams: _Streams) -> in
 
 def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[int, bool]:
     """`run_text`, and whether the script failed for lack of memory."""
-    from .autograd import engine
-    from .session import Hooks, Output, Session, SessionOptions
+    from adcli.autograd import engine
+    from adcli.core.session import Hooks, Output, Session, SessionOptions
 
     json_mode = options.json
     stdout_parts: list[str] = []
@@ -256,7 +256,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
     # adcli.symbolic: formulas, for --symbolic and for scripts that call formula()
     tracker = None
     if options.symbolic or "formula" in text:
-        from .symbolic import Tracker
+        from adcli.symbolic import Tracker
 
         tracker = Tracker(eager=options.symbolic and reporter is not None, call=options.call)
 
@@ -279,7 +279,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
         if tracker is not None:
             tracker.on_event(event)
         if collected is not None:
-            from .render.report import build_report
+            from adcli.render.report import build_report
 
             report = build_report(event, line=line, call_text=call_text, full=options.full)
             collected.event(report, _root_value(event))
@@ -300,15 +300,15 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
             html.show(tensors, line, text)
 
     def on_graph(t: Any, span: Any) -> None:
-        from .provenance import label_of
-        from .render.tree import graph_tree
+        from adcli.provenance import label_of
+        from adcli.render.tree import graph_tree
 
         out(graph_tree(t, label_of).rstrip("\n") + "\n")
 
     def on_formula(t: Any, span: Any) -> None:
         nonlocal tracker
         if tracker is None:  # formula() reached without the word in the text: record from now
-            from .symbolic import Tracker
+            from adcli.symbolic import Tracker
 
             tracker = Tracker()
         out(tracker.formula_text(t) + "\n")
@@ -407,7 +407,7 @@ def _html_collector(options: RunOptions, name: str, text: str) -> Any:
     """The gatherer of reports for `--html FILE` (None without the option)."""
     if options.html is None:
         return None
-    from .render.html import HtmlCollector
+    from adcli.render.html import HtmlCollector
 
     return HtmlCollector(
         name, text, fold=not options.all_reports, every=options.report_every, full=options.full
@@ -429,7 +429,7 @@ def _json_collector(options: RunOptions) -> Any:
     """--json: the gatherer of events and warnings (None without the option)."""
     if not options.json:
         return None
-    from .render.jsonout import JsonCollector
+    from adcli.render.jsonout import JsonCollector
 
     return JsonCollector(
         fold=not options.all_reports, every=options.report_every, full=options.full
@@ -440,7 +440,7 @@ def _json_object(
     session: Any, collected: Any, stdout_parts: list[str], full: bool
 ) -> dict[str, Any]:
     """SPEC §5's object, `ok` and `error` still to fill in (keys in the documented order)."""
-    from .render.jsonout import VARIABLE_LIMIT, value_to_json
+    from adcli.render.jsonout import VARIABLE_LIMIT, value_to_json
 
     limit = None if full else VARIABLE_LIMIT
     return {
@@ -455,7 +455,7 @@ def _json_object(
 
 def _warnings_json(session: Any) -> list[dict[str, Any]]:
     """The UserWarnings the text printed to stderr, with their notes."""
-    from .render.jsonout import warning_to_json
+    from adcli.render.jsonout import warning_to_json
 
     source = session.source
     out = []
@@ -474,7 +474,7 @@ def _error_notes(session: Any, error: AdError) -> list[str]:
 
 
 def _write_json(streams: _Streams, obj: dict[str, Any]) -> None:
-    from .render.jsonout import dumps
+    from adcli.render.jsonout import dumps
 
     streams.out.write(dumps(obj) + "\n")
 
@@ -502,7 +502,7 @@ def _root_value(event: Any) -> float | None:
 
 def _show_report(tensors: list[Any], span: Any, session: Any, full: bool) -> Any:
     """The report of a `show(...)` call."""
-    from .render.report import build_show_report
+    from adcli.render.report import build_show_report
 
     line = span.line if span is not None else None
     text = None
@@ -525,7 +525,7 @@ class _Reporter:
 
     def console(self) -> Any:
         if self._console is None:
-            from .render.tables import make_console
+            from adcli.render.tables import make_console
 
             color = self.options.use_color(self.streams.out)
             width = self.options.width
@@ -537,7 +537,7 @@ class _Reporter:
     def event(
         self, event: Any, line: int | None, call_text: str | None, tracker: Any = None
     ) -> None:
-        from .render.report import build_report
+        from adcli.render.report import build_report
 
         report = build_report(event, line=line, call_text=call_text, full=self.options.full)
         if tracker is not None:  # --symbolic: formula columns
@@ -551,8 +551,8 @@ class _Reporter:
 
     def folder(self) -> Any:
         if self._folder is None:
-            from .render.folding import ReportFolder
-            from .render.tables import render_report
+            from adcli.render.folding import ReportFolder
+            from adcli.render.tables import render_report
 
             console = self.console()
             self._folder = ReportFolder(
@@ -565,7 +565,7 @@ class _Reporter:
         return self._folder
 
     def show(self, tensors: list[Any], span: Any, session: Any) -> None:
-        from .render.tables import render_report
+        from adcli.render.tables import render_report
 
         render_report(_show_report(tensors, span, session, self.options.full), self.console())
 

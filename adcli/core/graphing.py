@@ -105,7 +105,7 @@ def graph_path(path: str, opts: GraphOptions) -> int:
     if problem is not None:
         sys.stderr.write(f"adcli: error: {problem}\n")
         return 2
-    from .runner import ScriptUnreadable, read_script
+    from adcli.core.runner import ScriptUnreadable, read_script
 
     try:
         text, name = read_script(path)
@@ -113,11 +113,11 @@ def graph_path(path: str, opts: GraphOptions) -> int:
         sys.stderr.write(f"adcli: error: {e}\n")
         return 2
     name = opts.display_name or name
-    from . import isolation
+    from adcli.core import isolation
 
     if opts.in_process or not isolation.available():
         return graph_text(text, name, opts, sys.stdout, sys.stderr, fmt=fmt)
-    from .runner import run_in_child
+    from adcli.core.runner import run_in_child
 
     def body(out: IO[str], err: IO[str]) -> int:
         code, out_of_memory = _graph_text(text, name, opts, out, err, fmt)
@@ -150,8 +150,8 @@ def _graph_text(
     text: str, name: str, opts: GraphOptions, out: IO[str], err: IO[str], fmt: str
 ) -> tuple[int, bool]:
     """`graph_text`, and whether the script failed for lack of memory (the budget)."""
-    from .errors import format_diagnostic
-    from .runner import out_of_memory
+    from adcli.core.runner import out_of_memory
+    from adcli.lang.errors import format_diagnostic
 
     session, error, internal = _run(text, name, opts)
     code = 0
@@ -187,7 +187,7 @@ def _draw_target(
         if hasattr(out, "flush"):
             out.flush()
     else:
-        from .safefiles import Refused, write_file
+        from adcli.safefiles import Refused, write_file
 
         try:  # text, or PNG and PDF bytes; never through a symbolic link
             write_file(opts.output, drawing, overwrite=opts.force)
@@ -211,7 +211,7 @@ def output_problem(opts: GraphOptions) -> str | None:
     """Why `-o` cannot be written, checked before the script runs (None: it can)."""
     if opts.output is None or opts.output == "-":
         return None
-    from .safefiles import link_problem
+    from adcli.safefiles import link_problem
 
     problem = link_problem(opts.output)
     if problem is not None:
@@ -254,14 +254,14 @@ class _Tracker:
 
     def values(self) -> Any:
         """The labels' values and gradients (render.tree.Values)."""
-        from .render.tree import Values
+        from adcli.render.tree import Values
 
         return Values(self.flowed, self.ran)
 
 
 def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None]:
-    from .autograd.tensor import Tensor
-    from .session import Hooks, Output, Session, SessionOptions
+    from adcli.autograd.tensor import Tensor
+    from adcli.core.session import Hooks, Output, Session, SessionOptions
 
     tracker = _Tracker()
 
@@ -274,7 +274,7 @@ def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None
     def ignore(_: str) -> None:
         return None
 
-    from .isolation import deep_stack
+    from adcli.core.isolation import deep_stack
 
     hooks = Hooks(on_event=tracker.on_event)
     session = _Session(Output(ignore, ignore), hooks, SessionOptions(debug=opts.debug))
@@ -288,14 +288,14 @@ def _run(text: str, name: str, opts: GraphOptions) -> tuple[Any, Any, str | None
 
 
 def _tensor_names(variables: dict[str, Any]) -> list[str]:
-    from .autograd.tensor import Tensor
+    from adcli.autograd.tensor import Tensor
 
     return sorted(k for k, v in variables.items() if isinstance(v, Tensor))
 
 
 def _target(session: Any, var: str | None) -> Any:
     """The tensor (or tensors) to draw."""
-    from .autograd.tensor import Tensor
+    from adcli.autograd.tensor import Tensor
 
     variables = session.variables()
     names = _tensor_names(variables)
@@ -327,8 +327,8 @@ def _target(session: Any, var: str | None) -> Any:
 def draw(target: Any, fmt: str, *, full: bool = False, values: Any = None) -> str | bytes:
     """The drawing of `target` in `fmt` (bytes for PNG and PDF), its nodes labelled with
     `values` (render.tree.Values) when given; raises UsageError when dot is missing."""
-    from .provenance import label_of
-    from .render.tree import graph_dot, graph_mermaid, graph_tree
+    from adcli.provenance import label_of
+    from adcli.render.tree import graph_dot, graph_mermaid, graph_tree
 
     if fmt == "tree":
         return graph_tree(target, label_of, full=full, values=values)

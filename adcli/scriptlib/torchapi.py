@@ -9,14 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from . import gradcheck as _gradcheck
-from . import nn as _nn
-
-# anomaly detection lives in adcli/anomaly.py (the engine checks each node while it is on)
-from .anomaly import detect_anomaly as _DetectAnomaly
-from .anomaly import is_anomaly_enabled
-from .anomaly import set_detect_anomaly as _Anomaly
-from .autograd import (
+from adcli import nn as _nn
+from adcli.autograd import (
     custom,
     dtypes,
     engine,
@@ -29,8 +23,14 @@ from .autograd import (
     optim,
     signatures,
 )
-from .autograd import random as rng
-from .autograd.tensor import Size, Tensor
+from adcli.autograd import gradcheck as _gradcheck
+from adcli.autograd import random as rng
+
+# anomaly detection lives in adcli/autograd/anomaly.py (the engine checks each node while it is on)
+from adcli.autograd.anomaly import detect_anomaly as _DetectAnomaly
+from adcli.autograd.anomaly import is_anomaly_enabled
+from adcli.autograd.anomaly import set_detect_anomaly as _Anomaly
+from adcli.autograd.tensor import Size, Tensor
 
 # Every op exposed as `torch.NAME`.
 TORCH_OPS = (
@@ -249,7 +249,7 @@ def module_table() -> dict[str, dict[str, Any]]:
     The tables are fresh dicts on each call, with a fresh random generator for
     `random` and `numpy.random`; everything else is built once per process (about
     7,000 wrappers, most of a run's set-up time otherwise)."""
-    from . import pymodules
+    from adcli.scriptlib import pymodules
 
     tables = {name: dict(members) for name, members in _shared_tables().items()}
     for name, members in pymodules.per_run_tables().items():
@@ -362,10 +362,10 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
 
 
 def _extend(tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Merge in the legacy API (adcli/compat.py) and the Python modules scripts may
-    import (adcli/pymodules.py: math, random, numpy)."""
-    from . import compat, pymodules
-    from .nn import functional as nn_functional
+    """Merge in the legacy API (adcli/scriptlib/compat.py) and the Python modules scripts may
+    import (adcli/scriptlib/pymodules.py: math, random, numpy)."""
+    from adcli.nn import functional as nn_functional
+    from adcli.scriptlib import compat, pymodules
 
     for extra in (compat.legacy_tables(), pymodules.module_tables()):
         for name, members in extra.items():

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from .autograd import ops
-from .autograd.config import check_numel
-from .autograd.tensor import Tensor
+from adcli.autograd import ops
+from adcli.autograd.config import check_numel
+from adcli.autograd.tensor import Tensor
 
 __all__ = ["ATTRIBUTE_READERS", "TYPE_PROXIES", "from_numpy", "module_tables"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from adcli.autograd.node import AccumulateGrad
 from adcli.autograd.tensor import Tensor
+from adcli.lang.source import Source
 from adcli.provenance import Label, label_of
-from adcli.source import Source
 
 __all__ = [
     "suggest",

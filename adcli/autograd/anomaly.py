@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .autograd import engine
-from .autograd.config import config as engine_config
+from . import engine
+from .config import config as engine_config
 
 
 class _State:

@@ -16,8 +16,8 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .lang import guard
-from .lang.host import Namespace
+from adcli.lang import guard
+from adcli.lang.host import Namespace
 
 __all__ = ["help_text", "member_of", "qualified_name", "script_dir"]
 
@@ -159,7 +159,7 @@ def _lines(title: str, doc: str | None, extra: Iterable[str] = ()) -> str:
 def help_text(obj: Any, modules: Mapping[str, Namespace], name: str | None = None) -> str:
     """A short doc of `obj`: its name and call signature, then its docstring's first
     paragraph; for a value, what it is and how to list what it offers."""
-    from .autograd.tensor import Tensor
+    from adcli.autograd.tensor import Tensor
 
     if isinstance(obj, (staticmethod, classmethod)):
         obj = obj.__func__

@@ -11,7 +11,7 @@ If the output does not end with a newline, that line reads
 
 One runner serves both `adcli test PATH... [--update]` and pytest
 (tests/test_golden.py). A failure shows a short unified diff, expected against
-actual (adcli.textcompare). `--update` rewrites `X.out` atomically, and writes
+actual (adcli.core.textcompare). `--update` rewrites `X.out` atomically, and writes
 one for a script that has none; the reviewer then reads the diff in version
 control.
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from adcli.textcompare import Difference, Tolerance, first_difference, short_diff, texts_match
+from adcli.core.textcompare import Difference, Tolerance, first_difference, short_diff, texts_match
 
 #: A function that runs one script and returns (what a pipe would receive, exit status).
 ScriptRunner = Callable[[Path], tuple[str, int]]
@@ -69,7 +69,7 @@ EXACT = Grading()
 
 def default_runner(path: Path, quiet: bool = False) -> tuple[str, int]:
     """Run `path` in this process, as `adcli run [-q]` would print it into a pipe."""
-    from adcli.runner import capture
+    from adcli.core.runner import capture
 
     return capture(str(path), _golden_options(path, quiet))
 
@@ -78,7 +78,7 @@ _DEFAULT_RUNNER = default_runner
 
 
 def _golden_options(path: Path, quiet: bool = False) -> Any:
-    from adcli.options import RunOptions
+    from adcli.core.options import RunOptions
 
     return RunOptions(width=GOLDEN_WIDTH, color=False, display_name=Path(path).name, quiet=quiet)
 
@@ -218,7 +218,7 @@ def diff(
     actual_name: str,
     tolerance: Tolerance | None = None,
 ) -> str:
-    """A short unified diff (see `adcli.textcompare.short_diff`)."""
+    """A short unified diff (see `adcli.core.textcompare.short_diff`)."""
     return short_diff(_normalize(expected), actual, expected_name, actual_name, tolerance)
 
 
@@ -381,7 +381,7 @@ def run_all(
 ) -> Summary:
     """Check every script, print each failure (with its diff) and a summary line.
 
-    With `budget` (an `adcli.isolation.Budget`; `adcli test` passes one) each
+    With `budget` (an `adcli.core.isolation.Budget`; `adcli test` passes one) each
     script runs in a child process of its own under that budget, `jobs` at a
     time: one that hangs, crashes or runs out of memory fails alone, saying why.
     Without it scripts run here, one after the other, through `runner`; an
@@ -484,7 +484,7 @@ def _isolated_outcomes(
     scripts: list[Path], update: bool, budget: Any, jobs: int, grading: Grading
 ) -> Iterator[Outcome]:
     """The outcomes of `scripts`, each run in a child process (in order)."""
-    from adcli import isolation
+    from adcli.core import isolation
 
     _warm_up()  # once here, so that each forked child starts warm
     plans: list[tuple[Path, str | None, str]] = []  # (script, refusal, text)
@@ -527,8 +527,8 @@ def _child_body(script: Path, text: str, quiet: bool) -> Callable[[IO[str], IO[s
             output, code = default_runner(script)
             out.write(output)
             return code
-        from adcli import isolation
-        from adcli.runner import run_streams
+        from adcli.core import isolation
+        from adcli.core.runner import run_streams
 
         options = _golden_options(script, quiet)
         code, out_of_memory = run_streams(text, script.name, options, out, out)
@@ -562,7 +562,7 @@ def _warm_up() -> None:
         return
     import io
 
-    from adcli.runner import run_streams
+    from adcli.core.runner import run_streams
 
     buf = io.StringIO()
     try:

@@ -8,7 +8,7 @@ prompts, blocks ended by a blank line, expression statements echoed with
 Two front ends share one `Repl`:
 
 - on a terminal, a line editor (prompt_toolkit, imported only then, from
-  `adcli.repl_editor`): history kept across sessions, Tab completion, syntax
+  `adcli.repl.editor`): history kept across sessions, Tab completion, syntax
   highlighting, auto-indent;
 - otherwise (`adcli repl < session.ad`), statements are read from stdin with no
   prompts and no line editor, so a session is deterministic golden text.
@@ -21,7 +21,7 @@ report or a note that says "line 7" means line 7 of the saved script, and
 
 As in Python's REPL, `_` holds the last value shown; `dir(x)` lists the
 attributes a script may use on x and `help(x)` prints a short doc
-(`adcli.repl_help`).
+(`adcli.repl.help`).
 
 `adcli run` never imports this module.
 """
@@ -33,7 +33,6 @@ import difflib
 import os
 import re
 import signal
-import sys
 import threading
 import traceback
 import warnings
@@ -41,8 +40,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import AdError, ScriptRuntimeError, format_diagnostic
-from .options import RunOptions
+from adcli.core.options import RunOptions
+from adcli.lang.errors import AdError, ScriptRuntimeError, format_diagnostic
 
 __all__ = [
     "COMMANDS",
@@ -51,7 +50,6 @@ __all__ = [
     "history_path",
     "input_status",
     "iter_inputs",
-    "main",
     "run_stream",
 ]
 
@@ -293,7 +291,7 @@ class Repl:
 
     # ------------------------------------------------------------ setup
     def _new_session(self) -> None:
-        from .session import Hooks, Output, Session, SessionOptions
+        from adcli.core.session import Hooks, Output, Session, SessionOptions
 
         self.close()
         hooks = Hooks(
@@ -325,7 +323,7 @@ class Repl:
 
     def _add_builtins(self) -> None:
         """`dir` and `help`, as in Python's REPL (a script run by `adcli run` has neither)."""
-        from .session import Builtin
+        from adcli.core.session import Builtin
 
         interp = self.session.interp
         for name, fn in (("dir", self._dir), ("help", self._help)):
@@ -336,7 +334,7 @@ class Repl:
 
     def _dir(self, *args: Any) -> list[str]:
         """dir(): the session's names; dir(x): the attributes a script may use on x."""
-        from .repl_help import script_dir
+        from adcli.repl.help import script_dir
 
         if len(args) > 1:
             raise TypeError(f"dir expected at most 1 argument, got {len(args)}")
@@ -346,7 +344,7 @@ class Repl:
 
     def _help(self, *args: Any) -> None:
         """help(): the commands; help(x) or help("torch.sum"): a short doc of x."""
-        from .repl_help import help_text
+        from adcli.repl.help import help_text
 
         if len(args) > 1:
             raise TypeError(f"help() takes at most 1 argument ({len(args)} given)")
@@ -366,9 +364,9 @@ class Repl:
     def _resolve(self, dotted: str) -> tuple[Any] | None:
         """The value a dotted name (`torch.nn.Linear`, `Tensor.backward`, `x`) stands
         for, found through modules, variables and what `dir` lists; None if unknown."""
-        from .autograd.tensor import Tensor
-        from .lang.host import Namespace
-        from .repl_help import member_of
+        from adcli.autograd.tensor import Tensor
+        from adcli.lang.host import Namespace
+        from adcli.repl.help import member_of
 
         modules = self.session.modules
         if dotted in modules:
@@ -408,14 +406,14 @@ class Repl:
         mentions formula): node formulas work for any tensor, gradient formulas
         for the backward passes run from now."""
         if self._tracker is None:
-            from .symbolic import Tracker
+            from adcli.symbolic import Tracker
 
             self._tracker = Tracker()
         return self._tracker
 
     def console(self) -> Any:
         if self._console is None:
-            from .render.tables import make_console
+            from adcli.render.tables import make_console
 
             self._console = make_console(
                 self.out, width=self.options.width, color=self.options.use_color(self.out)
@@ -471,8 +469,8 @@ class Repl:
             self._tracker.on_event(event)
         if self.options.quiet:
             return
-        from .render.report import build_report
-        from .render.tables import render_report
+        from adcli.render.report import build_report
+        from adcli.render.tables import render_report
 
         line = span.line if span is not None else None
         report = build_report(event, line=line, call_text=call_text, full=self.options.full)
@@ -481,8 +479,8 @@ class Repl:
     def _on_show(self, tensors: list[Any], span: Any) -> None:
         if self.options.quiet:
             return
-        from .render.report import build_show_report
-        from .render.tables import render_report
+        from adcli.render.report import build_show_report
+        from adcli.render.tables import render_report
 
         line = span.line if span is not None else None
         text = None
@@ -493,8 +491,8 @@ class Repl:
         render_report(report, self.console())
 
     def _on_graph(self, t: Any, span: Any) -> None:
-        from .provenance import label_of
-        from .render.tree import graph_tree
+        from adcli.provenance import label_of
+        from adcli.render.tree import graph_tree
 
         self._write_out(graph_tree(t, label_of, full=self.options.full).rstrip("\n") + "\n")
 
@@ -626,8 +624,8 @@ class Repl:
         span = trace[0].span if trace else error.span
         if span is None or (trace and trace[0].source is not None and trace[0].source.path != path):
             return 0
-        from .lang.parser import parse
-        from .source import Source
+        from adcli.lang.parser import parse
+        from adcli.lang.source import Source
 
         try:
             module = parse(Source(path, padded))
@@ -642,7 +640,7 @@ class Repl:
     def _rewrite_displays(self, text: str, base: int, upto: int | None = None) -> str:
         """`text` with each echoed expression statement turned into `print(...)`,
         so `adcli run` on the saved script prints what the REPL showed."""
-        from .source import Source
+        from adcli.lang.source import Source
 
         src = Source(PATH, text)
         edits = []
@@ -722,8 +720,8 @@ class Repl:
         from rich.table import Table
         from rich.text import Text
 
-        from .autograd.tensor import Tensor
-        from .render.report import format_shape
+        from adcli.autograd.tensor import Tensor
+        from adcli.render.report import format_shape
 
         variables = self.session.variables()
         if not variables:
@@ -766,7 +764,7 @@ class Repl:
         self._print_rich(table)
 
     def _type_name(self, value: object) -> str:
-        from .lang.host import Namespace
+        from adcli.lang.host import Namespace
 
         if isinstance(value, Namespace):
             return "module"
@@ -783,7 +781,7 @@ class Repl:
         self._flush()
 
     def _lookup_tensor(self, command: str, name: str) -> Any:
-        from .autograd.tensor import Tensor
+        from adcli.autograd.tensor import Tensor
 
         variables = self.session.variables()
         if not name:
@@ -809,8 +807,8 @@ class Repl:
             self._flush()
 
     def _cmd_show(self, arg: str) -> None:
-        from .render.report import build_show_report
-        from .render.tables import render_report
+        from adcli.render.report import build_show_report
+        from adcli.render.tables import render_report
 
         names = arg.replace(",", " ").split()
         if not names:
@@ -852,7 +850,7 @@ class Repl:
         if not arg:
             self._error("usage: .save FILE")
             return
-        from .safefiles import Refused, write_file
+        from adcli.safefiles import Refused, write_file
 
         text = self.script()
         path = os.path.expanduser(arg)
@@ -907,14 +905,14 @@ class Repl:
         return word, sorted(n for n in names if n.startswith(word) and not n.startswith("_"))
 
     def _tensor_names(self) -> list[str]:
-        from .autograd.tensor import Tensor
+        from adcli.autograd.tensor import Tensor
 
         return [k for k, v in self.session.variables().items() if isinstance(v, Tensor)]
 
     def _members_of(self, dotted: str) -> list[str]:
         """Attribute names of what `dotted` names, found without running anything."""
-        from .autograd.tensor import Tensor
-        from .lang.host import Namespace
+        from adcli.autograd.tensor import Tensor
+        from adcli.lang.host import Namespace
 
         interp = self.session.interp
         parts = dotted.split(".")
@@ -997,45 +995,6 @@ def run_stream(repl: Repl, stream: IO[str], prompts: IO[str] | None = None) -> i
             repl.broken = True
             break
     return 0
-
-
-def main(options: RunOptions, *, history: bool = True, commands: bool = False) -> int:
-    """`adcli repl`: the line editor on a terminal, else statements from stdin.
-
-    Meta-commands are obeyed from a terminal; in piped input only with `commands`.
-    """
-    stdin, stdout = sys.stdin, sys.stdout
-    repl = Repl(options, stdout, sys.stderr, commands=commands or _isatty(stdin))
-    if _isatty(stdin):
-        repl.confirm = _ask
-    try:
-        if _isatty(stdin) and _isatty(stdout):
-            try:
-                from .repl_editor import run_interactive
-            except ImportError:  # no prompt_toolkit: plain prompts still work
-                sys.stderr.write("adcli: prompt_toolkit is not installed: no line editing\n")
-                return run_stream(repl, stdin, prompts=sys.stderr)
-            return run_interactive(repl, history_file=history_path() if history else None)
-        return run_stream(repl, stdin, prompts=sys.stderr if _isatty(stdin) else None)
-    finally:
-        repl.close()
-        if repl.broken:  # no "Exception ignored ... BrokenPipeError" at exit
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, stdout.fileno())
-            except (OSError, ValueError, AttributeError):
-                pass
-
-
-def _ask(question: str) -> bool:
-    """A yes/no question on the terminal; anything but y/yes is no."""
-    try:
-        sys.stderr.write(question)
-        sys.stderr.flush()
-        answer = sys.stdin.readline()
-    except (KeyboardInterrupt, EOFError, OSError):
-        return False
-    return answer.strip().lower() in ("y", "yes")
 
 
 def _isatty(stream: Any) -> bool:

@@ -14,10 +14,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .autograd import dtypes, legacy, printing
-from .autograd.device import Device, check_device
-from .autograd.dtypes import DType
-from .autograd.tensor import Tensor
+from adcli.autograd import dtypes, legacy, printing
+from adcli.autograd.device import Device, check_device
+from adcli.autograd.dtypes import DType
+from adcli.autograd.tensor import Tensor
 
 __all__ = ["VERSION", "legacy_tables", "reset_state", "wrap_factories"]
 
@@ -102,7 +102,7 @@ def get_default_dtype() -> DType:
 
 def set_default_tensor_type(t: Any) -> None:
     """`torch.set_default_tensor_type` (deprecated in PyTorch 2.1, with its warning)."""
-    from .autograd.config import config
+    from adcli.autograd.config import config
 
     config.warn(
         "torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "

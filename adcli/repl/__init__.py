@@ -1,0 +1,2 @@
+"""The interactive loop of `adcli repl`: `loop` runs entries, `editor` reads them,
+`help` answers `:help`."""
