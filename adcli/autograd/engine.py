@@ -4,12 +4,16 @@ The graph is walked without recursion: one iterative pass counts, for every
 node reachable from the roots, how many edges lead into it; nodes then run in
 dependency order (among ready nodes, the most recently created first, as
 PyTorch's engine does), so a node runs once all gradients for it have arrived.
+
+This module is above tensor.py and ops.py: `x.backward()` reaches it through
+tensor.py's `engine` slot, which it fills as it loads.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +21,12 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
+from . import tensor as _tensor_module
 from .config import config
 from .node import AccumulateGrad, Freed, Function, Node
 from .tensor import ZERO_IMMUTABLE, Size, Tensor, ZeroCounter
+
+_tensor_module.engine = sys.modules[__name__]  # x.backward() (tensor.py cannot import this)
 
 
 @dataclass

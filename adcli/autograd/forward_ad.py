@@ -12,12 +12,16 @@ where an input has a tangent, the row's `jvp(ctx, tangents, inputs, result)`
 Rules are Tensor operations, so a tangent is itself differentiable (reverse over
 forward) and, with several levels open (torch.func nesting), gets tangents at
 the outer levels: a rule of level L runs with L and every inner level hidden.
+
+This module is above tensor.py, ops.py and functions.py: Tensor's in-place methods
+and repr reach it through tensor.py's `forward_ad` slot, which it fills as it loads.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import sys
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +30,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import grad_mode, node
+from . import tensor as _tensor_module
 from .tensor import Tensor
+
+_tensor_module.forward_ad = sys.modules[__name__]  # in-place tangents (see tensor.py's slots)
 
 # open levels, outermost first: a level's id is its depth (the first is 0, as torch's)
 _levels: list[int] = []

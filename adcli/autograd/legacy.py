@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, ops
+from . import tensor as _tensor_module
 from .config import config
 from .device import Device, check_device, parse_device, unavailable
 from .dtypes import DType
-from . import tensor as _tensor_module
 from .tensor import Size, Tensor
 
 # torch.Tensor(...), x.device, x.to(), x.type(), x.cuda() call this module, which is

@@ -4,6 +4,9 @@ A node never holds its own output tensor strongly (only through a weak
 reference), and a leaf holds its AccumulateGrad while AccumulateGrad holds the
 leaf weakly: so a graph has no reference cycles and is freed by reference
 counting the moment the last tensor using it goes away.
+
+This module is below tensor.py: it does not import it, and reaches the Tensor
+class through the `Tensor` name that tensor.py binds here.
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from . import grad_mode
 from .config import config as _config
+from .dtypes import of_array
 
-if TYPE_CHECKING:
-    from .tensor import Tensor
+# tensor.Tensor, bound by tensor.py once the class exists (tensor.py imports this module).
+Tensor: Any = None
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -145,15 +149,11 @@ def short_name(node: Node) -> str:
 
 
 def _version_message(saved: SavedTensor, node: Function) -> str:
-    from .tensor import Tensor
-
     if saved.is_output:
         data, producer = saved.data, node
     else:
         t: Tensor = saved.tensor
         data, producer = t.data_, t.grad_fn
-    from .dtypes import of_array
-
     sizes = ", ".join(str(s) for s in data.shape)
     # (PyTorch names a bool tensor by its C++ type here)
     kind = "CPUBoolType" if data.dtype == bool else f"torch.{of_array(data).legacy}"
@@ -163,7 +163,6 @@ def _version_message(saved: SavedTensor, node: Function) -> str:
         if name == "CopySlices":
             name = "torch::autograd::CopySlices"
         what += f", which is output 0 of {name},"
-    del Tensor
     return (
         "one of the variables needed for gradient computation has been modified by an "
         f"inplace operation: {what} is at version {saved.counter[0]}; expected version "
@@ -498,9 +497,6 @@ def _intern_meta(key: tuple[Any, Any]) -> tuple[Any, Any]:
 def _result_dtype(data: Any) -> Any:
     return data.dtype if hasattr(data, "dtype") else None
 
-
-# tensor.Tensor, bound by tensor.py once the class exists (tensor.py imports this module).
-Tensor: Any = None
 
 # forward_ad.propagate while a dual level is open, else None: `apply` calls it with the
 # node, its inputs and its output(s), so an op costs one test when no level is open.

@@ -1,11 +1,16 @@
 """The public operations: argument handling, Python scalars, dtype promotion,
-then one call into the operation table (functions.py)."""
+then one call into the operation table (functions.py).
+
+This module is above tensor.py (it binds itself into tensor.py's `ops` slot, and the
+operation methods onto Tensor) and below functions.py, which fills the `F` slot here.
+"""
 
 from __future__ import annotations
 
 import builtins as _py
 import math
 import operator
+import sys
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, grad_mode, ranges
+from . import tensor as _tensor_module
 from .budget import check_broadcast, check_shape
 from .config import check_numel
 from .config import config as _config
@@ -26,7 +32,12 @@ from .tensor import (
     check_no_partial_overlap,
 )
 
-F: Any = None  # functions.py, bound at the end (it imports this module)
+_tensor_module.ops = sys.modules[__name__]  # Tensor's methods and operators call the ops here
+
+# The modules above this one that the ops call into, bound by each as it loads (they
+# import this module; adcli/autograd/__init__.py loads them all).
+F: Any = None  # functions.py: the operation table (the Function rows)
+legacy: Any = None  # legacy.py: x.to(), x.type(), x.cuda()
 
 _INT_KINDS = "iub"
 
@@ -3083,10 +3094,6 @@ def linspace(
     return _finish(ranges.linspace_values(s, e, steps, dt.np), requires_grad)
 
 
-# ************************************************************ bind the table
-
-from . import functions as F  # noqa: E402,F811
-
 # ************************************************************ Tensor methods
 
 # Methods that are the ops above with the tensor as first argument.
@@ -3104,23 +3111,17 @@ TENSOR_METHODS = (
 
 def _to(a: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """`x.to(torch.float64)`, `x.to(device)`, `x.to(other)` (see legacy.tensor_to)."""
-    from .legacy import tensor_to
-
-    return tensor_to(a, *args, **kwargs)
+    return legacy.tensor_to(a, *args, **kwargs)
 
 
 def _type_method(a: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
     """`x.type()` -> 'torch.FloatTensor'; `x.type(torch.DoubleTensor)` converts."""
-    from .legacy import tensor_type
-
-    return tensor_type(a, dtype, non_blocking, **kwargs)
+    return legacy.tensor_type(a, dtype, non_blocking, **kwargs)
 
 
 def _cuda_method(a: Tensor, device: Any = None, non_blocking: bool = False, **kw: Any) -> Any:
     """`x.cuda()` fails as on a CPU-only PyTorch build."""
-    from .legacy import tensor_cuda
-
-    return tensor_cuda(a, device, non_blocking, **kw)
+    return legacy.tensor_cuda(a, device, non_blocking, **kw)
 
 
 def _where_method(a: Tensor, cond: Any, other: Any) -> Tensor:

@@ -1,4 +1,9 @@
-"""Tensor: a NumPy array with autograd state (`grad`, `grad_fn`, `requires_grad`, version)."""
+"""Tensor: a NumPy array with autograd state (`grad`, `grad_fn`, `requires_grad`, version).
+
+This module is below the op layer (ops.py, functions.py) and the engine: they import
+it, and Tensor's methods reach them through the module slots below, which each of them
+fills as it loads (adcli/autograd/__init__.py loads them all).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,19 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, grad_mode
+from . import node as _node
 from .budget import WATCH_BYTES as _WATCH_BYTES
 from .budget import watch as _watch
 from .config import config
 from .dtypes import DType
 from .node import AccumulateGrad, Node, RemovableHandle, _add_hook
+
+# The modules above this one that Tensor's methods call into, bound by each of them as
+# it loads. A method looks the module up as a global, as an import at the top would.
+ops: Any = None  # ops.py: the operations behind the methods and operators
+engine: Any = None  # engine.py: backward()
+forward_ad: Any = None  # forward_ad.py: tangents through in-place ops, and in repr
+legacy: Any = None  # legacy.py: torch.Tensor(...) and .device
 
 NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -157,9 +170,7 @@ class Tensor:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor:
         """`torch.Tensor(...)`: PyTorch's legacy constructor (sizes or data)."""
-        from .legacy import new_default
-
-        return new_default(args, kwargs)
+        return legacy.new_default(args, kwargs)
 
     # -------------------------------------------------------------- attributes
     @property
@@ -335,9 +346,7 @@ class Tensor:
     @property
     def device(self) -> Any:
         """Always the CPU: `device(type='cpu')`."""
-        from .legacy import tensor_device
-
-        return tensor_device(self)
+        return legacy.tensor_device(self)
 
     @property
     def is_cuda(self) -> bool:
@@ -370,8 +379,6 @@ class Tensor:
         inputs: Any = None,
     ) -> None:
         """Compute the gradient of this tensor with respect to the graph's leaves."""
-        from . import engine
-
         engine.backward(
             self,
             gradient,
@@ -524,9 +531,7 @@ class Tensor:
             name = "Invalid"
         tangent = None
         if _node.fw_hook is not None:  # a dual level is open: show the tangent
-            from .forward_ad import tangent_text
-
-            tangent = tangent_text(self)
+            tangent = forward_ad.tangent_text(self)
         return format_tensor(
             self.data_,
             self.dtype.name,
@@ -695,9 +700,7 @@ class Tensor:
     def __setitem__(self, index: Any, value: Any) -> None:
         ops.setitem(self, index, value)
         if _node.fw_hook is not None:  # forward AD: the value's tangent goes there too
-            from .forward_ad import after_setitem
-
-            after_setitem(self, index, value)
+            forward_ad.after_setitem(self, index, value)
 
     def __getitem__(self, index: Any) -> Tensor:
         return ops.getitem(self, index)
@@ -948,16 +951,12 @@ def _adopt_node(t: Tensor, result: Tensor) -> None:
 
 def _fw_inplace(t: Tensor, fn: Callable[..., Tensor], args: Any, kwargs: Any) -> Any:
     """Forward AD (a dual level is open): t's tangents after the in-place op, or None."""
-    from .forward_ad import inplace_tangents
-
-    return inplace_tangents(t, fn, args, kwargs)
+    return forward_ad.inplace_tangents(t, fn, args, kwargs)
 
 
 def _fw_write(t: Tensor, tangents: Any) -> Tensor:
     """Forward AD: store the tangents t has after an in-place op; returns t."""
-    from .forward_ad import write_tangents
-
-    write_tangents(t, tangents)
+    forward_ad.write_tangents(t, tangents)
     return t
 
 
@@ -985,11 +984,7 @@ def _norm_dim(dim: int, ndim: int) -> int:
 
 _new_vc = grad_mode.new_counter
 
-from . import node as _node  # noqa: E402
-
 _node.Tensor = Tensor  # Function.apply makes tensors (node.py cannot import this module)
-
-from . import ops  # noqa: E402  (ops needs Tensor defined first)
 
 # What scripts may assign on a tensor; what they may read (`__ad_attrs__`) is set by
 # ops.py once it has bound the operation methods.
