@@ -17,7 +17,7 @@ class Label:
     The same Label is also kept on the tensor's graph node, with the tensor's
     values (`value`), so a report can still show an intermediate the script no
     longer holds; it is freed with the graph. `no_grad` is True for a tensor made
-    while grad mode was off (inside `torch.no_grad()`), for the notes of adcli.lang.hints.
+    while grad mode was off (inside `torch.no_grad()`), for the notes of adcli.core.hints.
     """
 
     name: str | None

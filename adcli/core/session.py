@@ -296,7 +296,7 @@ class Session:
         """Label the tensor and its graph node (which outlives an unnamed tensor)."""
         t._label = label
         if not grad_mode.state.enabled and not t._requires_grad:
-            label.no_grad = True  # for the note on "does not require grad" (adcli.lang.hints)
+            label.no_grad = True  # for the note on "does not require grad" (adcli.core.hints)
         node = t._node
         if node is None and t._requires_grad:
             node = t._accumulator()
@@ -344,7 +344,7 @@ class Session:
     def _warning_notes(self, message: str, caller: Any) -> list[str]:
         """Notes after a UserWarning: for `.grad` of a non-leaf, the line that made it one."""
         from adcli.autograd.tensor import NONLEAF_GRAD_WARNING
-        from adcli.lang.hints import nonleaf_grad_note
+        from adcli.core.hints import nonleaf_grad_note
 
         if message != NONLEAF_GRAD_WARNING:
             return []
@@ -372,7 +372,7 @@ class Session:
         """Count, per leaf, the backward passes whose gradients its .grad holds; the
         first time one holds two, add a note to this pass's report (only in a script
         that reads .grad or steps an optimizer: there the sum is what gets used)."""
-        from adcli.lang.hints import accumulated
+        from adcli.core.hints import accumulated
 
         for t, n, lines in accumulated(event, self._accum, line):
             noted = self._accum_noted.get(id(t))
@@ -440,8 +440,8 @@ class Session:
         ]
 
     def _learner_notes(self, exc: BaseException) -> list[str]:
-        """The notes of adcli.lang.hints for the common mistakes (empty for other errors)."""
-        from adcli.lang import hints
+        """The notes of adcli.core.hints for the common mistakes (empty for other errors)."""
+        from adcli.core import hints
 
         codes = self.interp._codes
         if isinstance(exc, RuntimeError):

@@ -41,7 +41,7 @@ class AdError(Exception):
     `message` is the sentence shown to the user, `kind` a Python-like class
     name ("SyntaxError", "RuntimeError", ...), `span`/`source` where it
     happened (either may be None until the evaluator fills them in).
-    `notes` are adcli's `note:` lines after PyTorch's sentence (see adcli.lang.hints),
+    `notes` are adcli's `note:` lines after PyTorch's sentence (see adcli.core.hints),
     filled in by the session that ran the script.
     """
 

@@ -130,7 +130,7 @@ def _attribute_error(exc: AttributeError) -> str:
     message = str(exc)
     if "has no attribute" not in message:
         return message  # "adcli does not support Tensor.x yet" and the like
-    from adcli.lang.hints import attribute_candidates, suggest
+    from adcli.lang.suggest import attribute_candidates, suggest
 
     close = suggest(exc.name, attribute_candidates(exc.obj))
     return message + f". Did you mean: '{close}'?" if close else message
@@ -443,7 +443,7 @@ class Interpreter:
         message = f"name '{name}' is not defined"
         if name in _FORBIDDEN_NAMES:
             return message + f" ('{name}' is not available in adcli scripts)"
-        from adcli.lang.hints import suggest
+        from adcli.lang.suggest import suggest
 
         # as Python 3.12: the frame's locals, then its globals, then the builtins
         candidates: dict[str, None] = {}

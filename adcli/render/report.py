@@ -623,7 +623,7 @@ def _notes(
     notes += _capped(_custom_notes(items), "custom Functions")
     notes += _capped(_nonleaf_notes(items), "tensors that are not leaves")
     if event is not None:
-        notes += event.notes  # the session's (adcli.lang.hints: gradients that accumulated)
+        notes += event.notes  # the session's (adcli.core.hints: gradients that accumulated)
         notes += _freed_notes(items, event)
         notes += _capped(_broadcast_notes(items, names), "gradients summed over broadcast dims")
         notes += _capped(_hook_notes(items), "hooks that changed a gradient")

@@ -1,4 +1,4 @@
-"""The learner notes (adcli.lang.hints) add `note:` lines after PyTorch's sentence; the
+"""The learner notes (adcli.core.hints) add `note:` lines after PyTorch's sentence; the
 sentence itself must stay torch's, word for word, and the "Did you mean" part must
 be what Python 3.12 would say. Each script runs through adcli and through torch."""
 
@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from adcli.core.options import RunOptions  # noqa: E402
 from adcli.core.runner import run_text  # noqa: E402
-from adcli.lang.hints import suggest  # noqa: E402
+from adcli.lang.suggest import suggest  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

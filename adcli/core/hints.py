@@ -5,7 +5,7 @@ PyTorch's own sentence stays the error (or warning); these functions add the
 attaches to tensors (`adcli.provenance`). They only read: tensors, labels, the
 frames of a traceback and the script's text.
 
-Also `suggest`, the "Did you mean: 'x'?" choice as Python 3.12 makes it.
+The "Did you mean" choice itself is adcli.lang.suggest.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from typing import Any
 from adcli.autograd.node import AccumulateGrad
 from adcli.autograd.tensor import Tensor
 from adcli.lang.source import Source
+from adcli.lang.suggest import suggest
 from adcli.provenance import Label, label_of
 
 __all__ = [
-    "suggest",
-    "attribute_candidates",
     "grad_off_line",
     "no_grad_note",
     "nonleaf_grad_note",
@@ -31,86 +30,6 @@ __all__ = [
     "keyword_note",
     "accumulated",
 ]
-
-# ------------------------------------------------------------------ Did you mean
-
-_MOVE = 2  # cost of inserting, deleting or replacing a character
-_CASE = 1  # cost of replacing a character by itself in another case
-_MAX_NAME = 40  # Python does not suggest for longer names
-
-
-def _distance(a: str, b: str, limit: int) -> int:
-    """Edit distance with Python's costs; anything over `limit` is `limit + 1`."""
-    if a == b:
-        return 0
-    if abs(len(a) - len(b)) * _MOVE > limit:
-        return limit + 1
-    prev = [j * _MOVE for j in range(len(b) + 1)]
-    for i, ca in enumerate(a, 1):
-        row = [i * _MOVE]
-        for j, cb in enumerate(b, 1):
-            if ca == cb:
-                sub = 0
-            elif ca.lower() == cb.lower():
-                sub = _CASE
-            else:
-                sub = _MOVE
-            row.append(min(prev[j - 1] + sub, prev[j] + _MOVE, row[j - 1] + _MOVE))
-        if min(row) > limit:
-            return limit + 1
-        prev = row
-    return prev[-1]
-
-
-def suggest(wrong: str, candidates: Iterable[str]) -> str | None:
-    """The name Python 3.12 would suggest for `wrong` among `candidates` (in order):
-    the closest one within about a third of the two names' length, the first on a tie."""
-    if len(wrong) > _MAX_NAME:
-        return None
-    best, best_cost = None, len(wrong)
-    for cand in candidates:
-        if cand == wrong:
-            continue
-        limit = (len(cand) + len(wrong) + 3) * _MOVE // 6
-        cost = _distance(wrong, cand, limit)
-        if cost > limit:
-            continue
-        if best is None or cost < best_cost:
-            best, best_cost = cand, cost
-    return best
-
-
-def attribute_candidates(obj: Any) -> list[str]:
-    """The attribute names a script may read on `obj` (sorted, as `dir()`); on a
-    tensor, also the names PyTorch's Tensor has that adcli lacks."""
-    from adcli.lang.host import Namespace
-
-    t = type(obj)
-    names: set[str] = set()
-    if t is Namespace:
-        names.update(obj.__ad_members__)
-    else:
-        for klass in t.__mro__:
-            declared = klass.__dict__.get("__ad_attrs__")
-            if type(declared) is frozenset:
-                names.update(declared)
-            elif klass.__module__ not in ("builtins",) and not klass.__module__.startswith(
-                "adcli."
-            ):
-                names.update(klass.__dict__)  # a script class: its methods
-        d = getattr(obj, "__dict__", None)
-        if isinstance(d, dict) and not t.__module__.startswith("adcli."):
-            names.update(k for k in d if isinstance(k, str))
-        if t in (list, dict, str, tuple, set, frozenset, int, float, bool):
-            names.update(dir(t))
-        if isinstance(obj, Tensor):
-            # Python suggests from torch's dir(), so a torch method adcli lacks is named
-            # too (x.greator: 'greater'), as PyTorch's traceback names it
-            from adcli.lang.pytorch_names import PYTORCH_NAMES
-
-            names.update(PYTORCH_NAMES["Tensor"])
-    return sorted(n for n in names if isinstance(n, str) and n[:1] != "_" and "$" not in n)
-
 
 # ------------------------------------------------------------------ where things are
 
