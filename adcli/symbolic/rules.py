@@ -13,13 +13,16 @@ times the operand when broadcasting made every element the same.  Rows with no
 elementwise meaning (matmul, indexing, softmax, ...) become an `Op` that prints
 as Python (`x @ W.T`, `softmax(x, dim=1)`) and evaluates by replaying the row's
 own `forward`; those without a readable form are marked as having no closed form.
+
+This module is below formula.py, whose Converter applies the rules: a rule sees the
+converter only through the `ConverterView` protocol below.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import sympy
@@ -27,16 +30,23 @@ import sympy
 from . import sym
 from .sym import FormulaError, OpSpec, S, Shape, eshape, numel, strip1
 
-if TYPE_CHECKING:
-    from .formula import Converter
-
 _MISSING = object()
+
+
+class ConverterView(Protocol):
+    """What a rule uses of formula.Converter (which imports this module)."""
+
+    shape_memo: dict[Any, tuple[int, ...]]
+
+    def output_shape(self, ctx: RuleCtx) -> tuple[int, ...]: ...
+
+    def const_array(self, arr: np.ndarray, *, kind: str = "const", label: Any = None) -> Any: ...
 
 
 class RuleCtx:
     """What a rule sees: the node, its operands' formulas and shapes, its parameters."""
 
-    def __init__(self, conv: Converter, node: Any, nr: int, args: list[Any]) -> None:
+    def __init__(self, conv: ConverterView, node: Any, nr: int, args: list[Any]) -> None:
         self.conv = conv
         self.node = node
         self.nr = nr
