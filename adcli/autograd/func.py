@@ -609,15 +609,9 @@ def vmap(
     return wrapper
 
 
-def functional_call(module: Any, *args: Any, **kwargs: Any) -> Any:
-    """torch.func.functional_call (adcli/nn/stateless.py: nn depends on this package)."""
-    from ..nn.stateless import functional_call as call
-
-    return call(module, *args, **kwargs)
-
-
 def module_members() -> dict[str, Any]:
-    """`torch.func`'s names."""
+    """`torch.func`'s names, but for functional_call: it runs an nn.Module, so it is in
+    adcli/nn/stateless.py (nn builds on this package), and nn.tables() adds it."""
     return {
         "grad": grad,
         "grad_and_value": grad_and_value,
@@ -627,5 +621,4 @@ def module_members() -> dict[str, Any]:
         "jacfwd": jacfwd,
         "hessian": hessian,
         "vmap": vmap,
-        "functional_call": functional_call,
     }

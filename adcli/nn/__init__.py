@@ -10,7 +10,7 @@ from typing import Any
 
 from ..autograd import ops
 from ..lang import guard
-from . import activation, containers, init, layers, loss, utils
+from . import activation, containers, init, layers, loss, stateless, utils
 from .module import Module
 from .parameter import Parameter
 
@@ -77,8 +77,8 @@ def _read_attribute(module: Module, name: str) -> Any:
 
 
 def tables() -> dict[str, dict[str, Any]]:
-    """The members of torch.nn, torch.nn.init, torch.nn.utils, torch.nn.parameter and
-    the new torch.nn.functional names, by dotted module name."""
+    """The members of torch.nn, torch.nn.init, torch.nn.utils, torch.nn.parameter, the
+    new torch.nn.functional names and torch.func.functional_call, by dotted module name."""
     guard.ATTRIBUTE_READERS.update(dict.fromkeys(MODULE_CLASSES, _read_attribute))
     nn: dict[str, Any] = {cls.__name__: cls for cls in MODULE_CLASSES}
     nn.update(
@@ -99,6 +99,7 @@ def tables() -> dict[str, dict[str, Any]]:
         },
         "torch.nn.parameter": {"Parameter": Parameter},
         "torch.nn.functional": {name: getattr(ops, name) for name in FUNCTIONAL_NAMES},
+        "torch.func": {"functional_call": stateless.functional_call},
     }
 
 
