@@ -613,7 +613,7 @@ def test_threads_start_under_the_memory_budget_whatever_the_stack_limit() -> Non
 
     code = (
         "import threading\n"
-        "from adcli import isolation\n"
+        "from adcli.core import isolation\n"
         "def body(out, err):\n"
         "    t = threading.Thread(target=lambda: out.write('thread ran\\n'))\n"
         "    t.start()\n"
