@@ -1,7 +1,9 @@
 """`torch.nn` for adcli scripts: Module and Parameter, layers, activations, losses,
 `nn.init` and `nn.utils`, on the autograd engine of adcli.autograd.
 
-`tables()` gives the importable modules' members (wired into torchapi.module_table).
+`tables()` gives the importable modules' members (wired into torchapi.module_table),
+and `ATTRIBUTE_READERS` how the sandbox reads a layer's attributes (put into
+adcli.lang.guard by the script library: this package is below the language).
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd import ops
-from ..lang import guard
 from . import activation, containers, init, layers, loss, stateless, utils
 from .module import Module
 from .parameter import Parameter
@@ -76,10 +77,13 @@ def _read_attribute(module: Module, name: str) -> Any:
     raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'", name=name, obj=module)
 
 
+#: For adcli.lang.guard.ATTRIBUTE_READERS: how a script reads a layer's attributes.
+ATTRIBUTE_READERS: dict[type, Any] = dict.fromkeys(MODULE_CLASSES, _read_attribute)
+
+
 def tables() -> dict[str, dict[str, Any]]:
     """The members of torch.nn, torch.nn.init, torch.nn.utils, torch.nn.parameter, the
     new torch.nn.functional names and torch.func.functional_call, by dotted module name."""
-    guard.ATTRIBUTE_READERS.update(dict.fromkeys(MODULE_CLASSES, _read_attribute))
     nn: dict[str, Any] = {cls.__name__: cls for cls in MODULE_CLASSES}
     nn.update(
         Parameter=Parameter,
@@ -103,4 +107,4 @@ def tables() -> dict[str, dict[str, Any]]:
     }
 
 
-__all__ = ["MODULE_CLASSES", "Module", "Parameter", "tables"]
+__all__ = ["ATTRIBUTE_READERS", "MODULE_CLASSES", "Module", "Parameter", "tables"]
