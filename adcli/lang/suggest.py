@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-# A tensor is known by its class's name: the language does not import the engine.
-_TENSOR = "adcli.autograd.tensor.Tensor"
+# A tensor is known by its class's name, which is PyTorch's (`torch.Tensor`): the
+# language does not import the engine.
+_TENSOR = "torch.Tensor"
 
 # ------------------------------------------------------------------ Did you mean
 

@@ -31,6 +31,7 @@ from adcli.autograd.anomaly import detect_anomaly as _DetectAnomaly
 from adcli.autograd.anomaly import is_anomaly_enabled
 from adcli.autograd.anomaly import set_detect_anomaly as _Anomaly
 from adcli.autograd.tensor import Size, Tensor
+from adcli.lang import guard
 
 # Every op exposed as `torch.NAME`.
 TORCH_OPS = (
@@ -358,6 +359,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     # torch.nn's modules, init, utils and parameter, and more functional names (adcli/nn)
     for name, members in _nn.tables().items():
         tables.setdefault(name, {}).update(members)
+    guard.ATTRIBUTE_READERS.update(_nn.ATTRIBUTE_READERS)  # how scripts read a layer's attributes
     return _extend(tables)
 
 
