@@ -5,8 +5,12 @@ from typing import Annotated
 import typer
 
 from adcli.commands.params import (
+    Debug,
     InProcess,
     MaxMemory,
+    NoColor,
+    ScriptFile,
+    TableWidth,
     Timeout,
     budget_value,
     check_readable,
@@ -16,14 +20,7 @@ from adcli.commands.params import (
 
 
 def check_command(
-    file: Annotated[
-        str,
-        typer.Argument(
-            metavar="FILE",
-            help="The .ad script to run; '-' reads it from standard input.",
-            show_default=False,
-        ),
-    ],
+    file: ScriptFile,
     eps: Annotated[
         float,
         typer.Option("--eps", metavar="EPS", help="Finite-difference step (positive)."),
@@ -47,21 +44,8 @@ def check_command(
         bool,
         typer.Option("--full", help="One table per call, also for calls repeated in a loop."),
     ] = False,
-    width: Annotated[
-        int | None,
-        typer.Option(
-            "--width",
-            min=20,
-            max=1000,
-            metavar="N",
-            show_default=False,
-            help="Table width in columns (default: the terminal's, or 100 in a pipe).",
-        ),
-    ] = None,
-    no_color: Annotated[
-        bool,
-        typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1)."),
-    ] = False,
+    width: TableWidth = None,
+    no_color: NoColor = False,
     call: Annotated[
         int | None,
         typer.Option(
@@ -72,10 +56,7 @@ def check_command(
             help="Check only the backward()/grad() call at this script line.",
         ),
     ] = None,
-    debug: Annotated[
-        bool,
-        typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
-    ] = False,
+    debug: Debug = False,
     timeout: Timeout = "60",
     max_memory: MaxMemory = "4G",
     in_process: InProcess = False,

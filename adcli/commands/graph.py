@@ -5,8 +5,10 @@ from typing import Annotated
 import typer
 
 from adcli.commands.params import (
+    Debug,
     InProcess,
     MaxMemory,
+    ScriptFile,
     Timeout,
     budget_value,
     check_readable,
@@ -16,14 +18,7 @@ from adcli.commands.params import (
 
 
 def graph_command(
-    file: Annotated[
-        str,
-        typer.Argument(
-            metavar="FILE",
-            help="The .ad script to run; '-' reads it from standard input.",
-            show_default=False,
-        ),
-    ],
+    file: ScriptFile,
     var: Annotated[
         str | None,
         typer.Option(
@@ -67,10 +62,7 @@ def graph_command(
             help="Overwrite the -o file if it exists (never through a symbolic link).",
         ),
     ] = False,
-    debug: Annotated[
-        bool,
-        typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
-    ] = False,
+    debug: Debug = False,
     timeout: Timeout = "60",
     max_memory: MaxMemory = "4G",
     in_process: InProcess = False,

@@ -42,6 +42,40 @@ def budget_value(flag: str, text: str, parser: str) -> Any:
 
 DEFAULTS = RunOptions()  # the defaults, so the help text and RunOptions never disagree
 
+# Arguments and options several commands declare alike.
+ScriptFile = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE",
+        help="The .ad script to run; '-' reads it from standard input.",
+        show_default=False,
+    ),
+]
+Debug = Annotated[
+    bool, typer.Option("--debug", help="Show Python tracebacks of adcli's own errors.")
+]
+NoColor = Annotated[
+    bool, typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1).")
+]
+
+
+def _width(what: str) -> Any:
+    return Annotated[
+        int | None,
+        typer.Option(
+            "--width",
+            min=20,
+            max=1000,
+            metavar="N",
+            show_default=False,
+            help=f"{what} width in columns (default: the terminal's, or 100 in a pipe).",
+        ),
+    ]
+
+
+ReportWidth = _width("Report")
+TableWidth = _width("Table")
+
 # The budgets `run`, `graph` and `check` share (`adcli test` has its own defaults).
 Timeout = Annotated[
     str,

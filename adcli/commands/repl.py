@@ -4,6 +4,7 @@ from typing import Annotated
 
 import typer
 
+from adcli.commands.params import Debug, NoColor, ReportWidth
 from adcli.core.options import RunOptions
 
 
@@ -11,17 +12,7 @@ def repl_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No reports: only values and printed output.")
     ] = False,
-    width: Annotated[
-        int | None,
-        typer.Option(
-            "--width",
-            min=20,
-            max=1000,
-            metavar="N",
-            show_default=False,
-            help="Report width in columns (default: the terminal's, or 100 in a pipe).",
-        ),
-    ] = None,
+    width: ReportWidth = None,
     full: Annotated[
         bool, typer.Option("--full", help="Show whole tensors and graphs, without summarising.")
     ] = False,
@@ -32,12 +23,8 @@ def repl_command(
             help="Keep no history file ($ADCLI_HISTORY, else $XDG_STATE_HOME/adcli/history).",
         ),
     ] = False,
-    no_color: Annotated[
-        bool, typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1).")
-    ] = False,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show Python tracebacks of adcli's own errors.")
-    ] = False,
+    no_color: NoColor = False,
+    debug: Debug = False,
     commands: Annotated[
         bool,
         typer.Option(

@@ -9,8 +9,12 @@ import typer
 
 from adcli.commands.params import (
     DEFAULTS,
+    Debug,
     InProcess,
     MaxMemory,
+    NoColor,
+    ReportWidth,
+    ScriptFile,
     Timeout,
     budget_value,
     check_readable,
@@ -21,14 +25,7 @@ from adcli.core.options import RunOptions
 
 
 def run(
-    file: Annotated[
-        str,
-        typer.Argument(
-            metavar="FILE",
-            help="The .ad script to run; '-' reads it from standard input.",
-            show_default=False,
-        ),
-    ],
+    file: ScriptFile,
     quiet: Annotated[
         bool,
         typer.Option("--quiet", "-q", help="Print only the script's own output, no reports."),
@@ -40,25 +37,12 @@ def run(
             help="Write one JSON object (output, variables, backward events) instead of text.",
         ),
     ] = False,
-    width: Annotated[
-        int | None,
-        typer.Option(
-            "--width",
-            min=20,
-            max=1000,
-            metavar="N",
-            show_default=False,
-            help="Report width in columns (default: the terminal's, or 100 in a pipe).",
-        ),
-    ] = None,
+    width: ReportWidth = None,
     full: Annotated[
         bool,
         typer.Option("--full", help="Show whole tensors and graphs, without summarising."),
     ] = False,
-    debug: Annotated[
-        bool,
-        typer.Option("--debug", help="Show Python tracebacks of adcli's own errors."),
-    ] = False,
+    debug: Debug = False,
     max_steps: Annotated[
         int,
         typer.Option("--max-steps", min=1, metavar="N", help="Stop after N evaluation steps."),
@@ -73,10 +57,7 @@ def run(
             "--max-numel", min=1, metavar="N", help="Maximum number of elements in one tensor."
         ),
     ] = DEFAULTS.max_numel,
-    no_color: Annotated[
-        bool,
-        typer.Option("--no-color", help="No colour, even on a terminal (as NO_COLOR=1)."),
-    ] = False,
+    no_color: NoColor = False,
     detect_anomaly: Annotated[
         bool,
         typer.Option(
