@@ -90,7 +90,8 @@ class Add(Function):
         ctx.alpha = alpha
         if alpha == 1:
             return _d(a, dtype) + _d(b, dtype)
-        return _d(a, dtype) + _d(b, dtype) * np.asarray(alpha, dtype)
+        # PyTorch's kernel is one fused multiply-add: alpha * b + a, rounded once
+        return kernels32.fma(_d(b, dtype), np.asarray(alpha, dtype), _d(a, dtype))
 
     def backward(ctx, g):
         return g, (g if ctx.alpha == 1 else g * ctx.alpha)
@@ -109,7 +110,8 @@ class Sub(Function):
         ctx.alpha = alpha
         if alpha == 1:
             return _d(a, dtype) - _d(b, dtype)
-        return _d(a, dtype) - _d(b, dtype) * np.asarray(alpha, dtype)
+        # PyTorch adds with -alpha: one fused multiply-add, -alpha * b + a
+        return kernels32.fma(_d(b, dtype), np.asarray(-alpha, dtype), _d(a, dtype))
 
     def backward(ctx, g):
         return g, (-g if ctx.alpha == 1 else g * -ctx.alpha)

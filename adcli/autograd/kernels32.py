@@ -44,6 +44,36 @@ def powf(x: np.ndarray, e: float) -> np.ndarray:
     return flat.reshape(x.shape)
 
 
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once, for float32 operands (PyTorch's `Vectorized::fmadd`, and
+    the fused multiply-add the compiler makes of a kernel's `c + alpha * b`: `add` and
+    `sub` with an `alpha`, so `p.add_(g, alpha=-lr)` in SGD). Other dtypes: two roundings.
+
+    The float64 product is exact; the float64 sum is exact up to its error `e`
+    (TwoSum), which decides the one case where rounding the sum to float32 rounds
+    twice: a sum exactly halfway between two float32 numbers."""
+    a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+    if not (a.dtype == b.dtype == c.dtype == _F32):
+        return a * b + c
+    with np.errstate(all="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)
+        c64 = c.astype(np.float64)
+        t = p + c64
+        bp = t - p
+        e = (p - (t - bp)) + (c64 - bp)
+        r = t.astype(_F32)
+        r64 = r.astype(np.float64)
+        tie = (t != r64) & (e != 0) & np.isfinite(t)
+        if np.any(tie):
+            other = np.nextafter(r, np.where(t > r64, _F32(np.inf), _F32(-np.inf)))
+            half = (r64 + other.astype(np.float64)) * 0.5
+            tie &= t == half
+            # halfway in float64 but not exactly: e says which neighbour is nearer
+            toward_other = (e > 0) == (other > r)
+            r = np.where(tie & toward_other, other, r)
+    return r
+
+
 # SLEEF's expf_u10: exp(d) = 2**q * exp(s), s = d - q * ln 2 with ln 2 split in two,
 # exp(s) by a degree-6 polynomial, every step a fused multiply-add.
 _LOG2E = _F32(1.442695040888963407359924681001892137426645954152985934135449406931)

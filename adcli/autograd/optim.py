@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .config import config
+from .kernels32 import fma
 from .tensor import Tensor
 
 DUPLICATE_WARNING = (
@@ -152,18 +153,19 @@ class SGD(Optimizer):
                 d = p._grad.data_
                 if maximize:
                     d = -d
+                # each `add(..., alpha=)` of PyTorch's step is one fused multiply-add
                 if wd != 0:
-                    d = d + _f(wd, x) * x
+                    d = fma(x, _f(wd, x), d)
                 if mom != 0:
                     buf = bufs[i]
                     if buf is None:
                         buf = np.array(d, copy=True)
                     else:  # in place: a parameter listed twice updates the one buffer twice
                         buf *= _f(mom, x)
-                        buf += _f(1 - damp, x) * d
+                        buf[...] = fma(d, _f(1 - damp, x), buf)
                     bufs[i] = buf
-                    d = d + _f(mom, x) * buf if nesterov else buf
-                x += _f(-lr, x) * d
+                    d = fma(buf, _f(mom, x), d) if nesterov else buf
+                x[...] = fma(d, _f(-lr, x), x)
                 p._vc[0] += 1
             if mom != 0:
                 for p, buf in zip(params, bufs, strict=True):
