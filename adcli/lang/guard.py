@@ -45,6 +45,7 @@ from __future__ import annotations
 import operator
 import re
 import sys
+import types
 from collections.abc import Callable, Iterable
 from string import Formatter
 from typing import Any
@@ -591,6 +592,25 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
     raise AttributeError(_missing_attribute(t.__name__, name), name=name, obj=obj)
 
 
+def _unbound_method(cls: type, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`torch.Tensor.tanh`: the method as a function of its instance, refusing any
+    other first argument with Python's descriptor error, as PyTorch's methods do."""
+    owner = cls.__dict__.get("__ad_descriptor_owner__", cls.__name__)
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        if not args or not isinstance(args[0], cls):
+            got = type(args[0]).__name__ if args else "NoneType"
+            if not args:
+                raise TypeError(f"unbound method {owner}.{name}() needs an argument")
+            raise TypeError(
+                f"descriptor '{name}' for '{owner}' objects doesn't apply to a '{got}' object"
+            )
+        return fn(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
 def _public_type(obj: Any, name: str) -> type:
     """type(obj), after refusing any name starting with an underscore, except the
     one documented exception: `_saved_*` names a host class lists in its
@@ -1004,7 +1024,10 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
             # a host class's own class-level API (nn.Embedding.from_pretrained)
             class_attrs = obj.__dict__.get("__ad_class_attrs__")
             if type(class_attrs) is frozenset and name in class_attrs:
-                return getattr(obj, name)
+                value = getattr(obj, name)
+                if type(value) is types.FunctionType:  # a method read off its class
+                    return _unbound_method(obj, name, value)
+                return value
         elif script_name_ok(name) and _is_script_instance(t):
             d = getattr(obj, "__dict__", None)
             if (d is not None and name in d) or _script_names(t, name):

@@ -171,6 +171,14 @@ class CudnnFlags:
         return "<module 'torch.backends.cudnn'>"
 
 
+#: `torch.Tensor.tanh` and the other methods, read off the class (micrograd's tests
+#: pass `torch.Tensor.tanh` as a function); a wrong first argument gets torch's error.
+Tensor.__ad_class_attrs__ = frozenset(  # type: ignore[attr-defined]
+    n for n in Tensor.__ad_attrs__ if callable(getattr(Tensor, n, None))
+)
+Tensor.__ad_descriptor_owner__ = "torch._C.TensorBase"  # type: ignore[attr-defined]
+
+
 def legacy_tables() -> dict[str, dict[str, Any]]:
     """Module members to merge into `module_table()` (the same dotted names)."""
     torch: dict[str, Any] = {
