@@ -332,3 +332,40 @@ if __name__ == "__main__":  # print the table README.md quotes
         torch.set_num_threads(threads())
         for op in sorted(bounds):
             print(f"{label:8s} {op:22s} {rate(op, dt):8.4%}")
+
+
+def test_add_with_alpha_and_sgd_step_are_one_fused_multiply_add() -> None:
+    """`torch.add(a, b, alpha=)` and SGD's `p.add_(g, alpha=-lr)` round once (FMA):
+    bit-equal on every element, ties of the float64 sum included."""
+    from adcli.autograd.optim import SGD
+
+    rng = np.random.default_rng(12)
+    for size in (1, 7, 16, 2000, 40000):
+        a = rng.standard_normal(size).astype(np.float32)
+        b = (rng.standard_normal(size) * 1e5).astype(np.float32)
+        for alpha in (-1e-6, 0.3, -2.5):
+            want = torch.add(torch.from_numpy(a), torch.from_numpy(b), alpha=alpha).numpy()
+            got = ops.add(Tensor(a), Tensor(b), alpha=alpha).numpy()
+            assert np.array_equal(got, want), (size, alpha)
+            want = torch.sub(torch.from_numpy(a), torch.from_numpy(b), alpha=alpha).numpy()
+            got = ops.sub(Tensor(a), Tensor(b), alpha=alpha).numpy()
+            assert np.array_equal(got, want), (size, alpha)
+    # a float64 sum exactly halfway between two float32 numbers
+    x = np.full(16, 2**-12 * (1 + 2**-23), np.float32)
+    c = np.full(16, 1 + 2**-23, np.float32)
+    alpha = float(np.float32(2**-12 * (1 - 2**-23)))
+    want = torch.add(torch.from_numpy(c), torch.from_numpy(x), alpha=alpha).numpy()
+    assert np.array_equal(ops.add(Tensor(c), Tensor(x), alpha=alpha).numpy(), want)
+    # momentum SGD, several steps
+    p0 = rng.standard_normal(100).astype(np.float32)
+    tp = torch.nn.Parameter(torch.from_numpy(p0.copy()))
+    ap = Tensor(p0.copy()).requires_grad_(True)
+    topt = torch.optim.SGD([tp], lr=1e-3, momentum=0.9, weight_decay=0.01)
+    aopt = SGD([ap], lr=1e-3, momentum=0.9, weight_decay=0.01)
+    for _ in range(5):
+        g = (rng.standard_normal(100) * 100).astype(np.float32)
+        tp.grad = torch.from_numpy(g.copy())
+        ap.grad = Tensor(g.copy())
+        topt.step()
+        aopt.step()
+        assert np.array_equal(ap.detach().numpy(), tp.detach().numpy())
