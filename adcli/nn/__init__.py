@@ -20,6 +20,8 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
     containers.Sequential,
     containers.ModuleList,
     containers.ModuleDict,
+    containers.ParameterList,
+    containers.ParameterDict,
     layers.Identity,
     layers.Linear,
     layers.Bilinear,
@@ -65,7 +67,8 @@ INIT_NAMES = (
 def _read_attribute(module: Module, name: str) -> Any:
     """`layer.name` for adcli's own layers: their declared attributes, and what was
     registered under a name a script chose (an OrderedDict given to nn.Sequential,
-    add_module, register_buffer), as PyTorch's Module.__getattr__ finds them."""
+    add_module, register_buffer, a ParameterDict's keys), as PyTorch's
+    Module.__getattr__ finds them."""
     t = type(module)
     if name in t.__ad_attrs__:
         return getattr(module, name)
@@ -74,6 +77,8 @@ def _read_attribute(module: Module, name: str) -> Any:
         reg = d.get(registry)
         if reg is not None and name in reg:
             return reg[name]
+    if name in d.get("_keys", ()) and name in d:  # a ParameterDict's other values
+        return d[name]
     raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'", name=name, obj=module)
 
 

@@ -1,14 +1,18 @@
 """Containers: Sequential, ModuleList and ModuleDict (children named "0", "1", ... or
-by key), printed as PyTorch prints them."""
+by key), ParameterList and ParameterDict (parameters named the same way), printed as
+PyTorch prints them."""
 
 from __future__ import annotations
 
 import collections
+import collections.abc
 import operator
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .module import Module, _indent, attrs
+from ..autograd.tensor import Tensor
+from .module import Module, _indent, attrs, typename
+from .parameter import Parameter
 
 
 def _index(idx: Any, size: int) -> int:
@@ -257,3 +261,252 @@ class ModuleDict(Module):
         """Remove every module."""
         for key in self.keys():
             del self[key]
+
+
+def _as_parameter(value: Any) -> Any:
+    """A tensor that is not a Parameter becomes one (requires_grad=True), as PyTorch's
+    parameter containers convert it; anything else is kept as it is."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+def _entry_line(key: Any, value: Any, dtype_text: str) -> str:
+    """One line of a parameter container's printed form."""
+    if isinstance(value, Tensor):
+        size = "x".join(str(n) for n in value.shape)
+        kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+        return f"  ({key}): {kind} containing: [{dtype_text} of size {size}]"
+    return f"  ({key}): Object of type: {type(value).__name__}"
+
+
+def _entry(owner: Module, name: str) -> Any:
+    """The entry stored under attribute `name`, or PyTorch's Module.__getattr__ error."""
+    d = owner.__dict__
+    if name in d:
+        return d[name]
+    raise AttributeError(
+        f"'{type(owner).__name__}' object has no attribute '{name}'", name=name, obj=owner
+    )
+
+
+class ParameterList(Module):
+    """A list of parameters (or other values), stored as attributes "0", "1", ...: the
+    tensors among them are registered parameters, plain tensors made Parameters."""
+
+    __ad_attrs__ = attrs("append", "extend")
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self.__dict__["_size"] = 0
+        if values is not None:
+            self += values
+
+    def _abs_index(self, idx: Any) -> str:
+        return str(_index(idx, len(self)))
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, slice):
+            out = type(self)()
+            for i in range(*idx.indices(len(self))):
+                out.append(self[i])
+            return out
+        return _entry(self, self._abs_index(idx))
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        name = self._abs_index(idx)
+        setattr(self, name, _as_parameter(value))
+
+    def __len__(self) -> int:
+        return self.__dict__["_size"]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self[i] for i in range(len(self))])
+
+    def __iadd__(self, values: Iterable[Any]) -> ParameterList:
+        return self.extend(values)
+
+    def append(self, value: Any) -> ParameterList:
+        """Add `value` at the end (a plain tensor as a Parameter); returns self."""
+        i = len(self)
+        self.__dict__["_size"] = i + 1
+        self[i] = value
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Append every value of an iterable (not a tensor); returns self."""
+        if not isinstance(values, collections.abc.Iterable) or isinstance(values, Tensor):
+            raise TypeError(
+                "ParameterList.extend should be called with an iterable, but got "
+                + type(values).__name__
+            )
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            _entry_line(i, v, str(v.dtype) if isinstance(v, Tensor) else "")
+            for i, v in enumerate(self)
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterList should not be called.")
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters (or other values) under string keys, stored as
+    attributes of those names: the tensors are registered parameters, plain tensors
+    made Parameters."""
+
+    __ad_attrs__ = attrs(
+        *"keys values items update pop popitem get clear copy setdefault fromkeys".split()
+    )
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        self.__dict__["_keys"] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    @staticmethod
+    def _key_to_attr(key: Any) -> str:
+        if not isinstance(key, str):
+            raise TypeError(
+                "Index given to ParameterDict cannot be used as a key as it is not a string "
+                f"(type is '{type(key).__name__}'). Open an issue on github if you need "
+                "non-string keys."
+            )
+        return key
+
+    def __getitem__(self, key: Any) -> Any:
+        return _entry(self, self._key_to_attr(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # as PyTorch, the key is listed before it is checked (a refused key stays listed)
+        self.__dict__["_keys"][key] = None
+        name = self._key_to_attr(key)
+        value = _as_parameter(value)
+        if (
+            isinstance(value, Parameter)
+            and hasattr(type(self), name)
+            and name not in self.__dict__["_parameters"]
+        ):
+            raise KeyError(f"attribute '{name}' already exists")
+        setattr(self, name, value)
+
+    def __delitem__(self, key: Any) -> None:
+        del self.__dict__["_keys"][key]
+        delattr(self, self._key_to_attr(key))
+
+    def __len__(self) -> int:
+        return len(self.__dict__["_keys"])
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.__dict__["_keys"])
+
+    def __reversed__(self) -> Iterator[Any]:
+        return reversed(self.__dict__["_keys"])
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self.__dict__["_keys"]
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same entries."""
+        return ParameterDict(collections.OrderedDict((k, self[k]) for k in self))
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """The value under `key`, after storing `default` there if it was missing."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        for key in list(self.__dict__["_keys"]):
+            del self[key]
+
+    def pop(self, key: str) -> Any:
+        """Remove and return the value under `key`."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self) -> tuple[str, Any]:
+        """Remove and return the last inserted (key, value) pair."""
+        keys = self.__dict__["_keys"]
+        k, _ = keys.popitem()
+        keys[k] = None
+        v = self[k]
+        del self[k]
+        return k, v
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value under `key`, or `default`."""
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys: Iterable[str], default: Any = None) -> ParameterDict:
+        """A new ParameterDict with `default` under every key of `keys`."""
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self) -> Any:
+        """The keys, in insertion order (a dict_keys view, as PyTorch's)."""
+        return self.__dict__["_keys"].keys()
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """(key, value) pairs, in insertion order (a generator, as PyTorch's)."""
+        return ((k, self[k]) for k in self.__dict__["_keys"])
+
+    def values(self) -> Iterator[Any]:
+        """The values, in insertion order (a generator, as PyTorch's)."""
+        return (self[k] for k in self.__dict__["_keys"])
+
+    def update(self, parameters: Any) -> None:
+        """Add the pairs of an OrderedDict or ParameterDict (in order), of a dict (in key
+        order, as PyTorch sorts them) or of an iterable of pairs."""
+        if not isinstance(parameters, collections.abc.Iterable):
+            raise TypeError(
+                "ParametersDict.update should be called with an iterable of key/value "
+                "pairs, but got " + type(parameters).__name__
+            )
+        if isinstance(parameters, (collections.OrderedDict, ParameterDict)):
+            for key, value in parameters.items():
+                self[key] = value
+        elif isinstance(parameters, collections.abc.Mapping):
+            for key, value in sorted(parameters.items()):
+                self[key] = value
+        else:
+            for j, p in enumerate(parameters):
+                if not isinstance(p, collections.abc.Iterable):
+                    raise TypeError(
+                        f"ParameterDict update sequence element #{j} should be Iterable; "
+                        f"is{type(p).__name__}"
+                    )
+                if len(p) != 2:
+                    raise ValueError(
+                        f"ParameterDict update sequence element #{j} has length {len(p)}; "
+                        "2 is required"
+                    )
+                self[p[0]] = p[1]
+
+    def extra_repr(self) -> str:
+        return "\n".join(
+            _entry_line(k, v, typename(v) if isinstance(v, Tensor) else "") for k, v in self.items()
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterDict should not be called.")
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self
