@@ -109,6 +109,51 @@ def test_sandbox_keeps_module_internals_private(line: str, message: str) -> None
     assert message in out["error"]["message"]
 
 
+def test_parameter_containers_register_their_tensors_as_parameters() -> None:
+    from adcli.nn.containers import ParameterDict, ParameterList
+
+    plain = ops.ones(2)
+    plist = ParameterList([plain, 3])
+    p = plist[0]
+    assert type(p) is Parameter and p.requires_grad and p.data_ is plain.data_
+    assert plist.__dict__["_parameters"] == {"0": p} and plist[1] == 3
+    pdict = ParameterDict({"w": plain})
+    pdict["w"] = pdict["w"]  # a Parameter already: kept as it is
+    assert [n for n, _ in pdict.named_parameters()] == ["w"]
+    parent = Module()
+    parent.ps = plist
+    parent.pd = pdict
+    assert [n for n, _ in parent.named_parameters()] == ["ps.0", "pd.w"]
+
+
+def test_report_names_parameter_container_entries_by_their_path() -> None:
+    out = run_json(
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.ws = nn.ParameterList([torch.ones(2), torch.ones(2)])\n"
+        "        self.d = nn.ParameterDict({'b': torch.zeros(1)})\n"
+        "model = Net()\n"
+        "loss = (model.ws[0] * model.ws[1]).sum() + model.d['b'].sum()\n"
+        "loss.backward()\n"
+    )
+    names = [n["name"] for n in out["events"][0]["nodes"]]
+    assert {"model.ws.0", "model.ws.1", "model.d.b"} <= set(names)
+    assert out["variables"]["model"] == {"type": "nn_module"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["torch.nn.ParameterList()._size", "torch.nn.ParameterDict()._keys"],
+)
+def test_sandbox_keeps_parameter_container_internals_private(line: str) -> None:
+    out = run_json("import torch\nx = " + line + "\n")
+    assert out["exit"] == 1
+    assert "is not available in adcli scripts" in out["error"]["message"]
+
+
 def test_embedding_from_pretrained_is_reachable_on_the_class() -> None:
     out = run_json(
         "import torch\n"
