@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, ValuesView
 from typing import Any
 
 from ..autograd.tensor import Tensor
@@ -233,17 +233,17 @@ class ModuleDict(Module):
     def __contains__(self, key: str) -> bool:
         return key in self.__dict__["_modules"]
 
-    def keys(self) -> list[str]:
-        """The keys, in insertion order."""
-        return list(self.__dict__["_modules"].keys())
+    def keys(self) -> KeysView[str]:
+        """The keys, in insertion order (a view, printed `dict_keys([...])` as in torch)."""
+        return self.__dict__["_modules"].keys()
 
-    def values(self) -> list[Module]:
-        """The modules, in insertion order."""
-        return list(self.__dict__["_modules"].values())
+    def values(self) -> ValuesView[Module]:
+        """The modules, in insertion order (a view)."""
+        return self.__dict__["_modules"].values()
 
-    def items(self) -> list[tuple[str, Module]]:
-        """(key, module) pairs, in insertion order."""
-        return list(self.__dict__["_modules"].items())
+    def items(self) -> ItemsView[str, Module]:
+        """(key, module) pairs, in insertion order (a view)."""
+        return self.__dict__["_modules"].items()
 
     def update(self, modules: Any) -> None:
         """Add the (key, module) pairs of a dict or an iterable of pairs."""
@@ -259,7 +259,7 @@ class ModuleDict(Module):
 
     def clear(self) -> None:
         """Remove every module."""
-        for key in self.keys():
+        for key in list(self.keys()):
             del self[key]
 
 
