@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, grad_mode, ranges
+from . import sampling as _sampling
 from . import tensor as _tensor_module
 from .budget import check_broadcast, check_shape
 from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
+from .generator import pick as _pick_generator
 from .node import short_name
 from .tensor import (
     Tensor,
@@ -3192,20 +3194,24 @@ def _random_fill(a: Tensor, what: str, draw: Any) -> Tensor:
 
 
 def _uniform_(a: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None) -> Tensor:
-    from . import random as _rng
-
-    gen = generator if generator is not None else _rng.default_generator
+    gen = _pick_generator("uniform_", generator)
     return _random_fill(a, "uniform_", lambda shape, dt: gen.uniform(shape, low, high, dt))
 
 
 def _normal_(a: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
-    from . import random as _rng
-
-    gen = generator if generator is not None else _rng.default_generator
+    gen = _pick_generator("normal_", generator)
     return _random_fill(a, "normal_", lambda shape, dt: gen.normal(shape, mean, std, dt))
 
 
+def _multinomial_method(
+    a: Tensor, num_samples: Any = None, replacement: Any = False, *, generator: Any = None
+) -> Tensor:
+    return _sampling.multinomial(a, num_samples, replacement, generator=generator, _method=True)
+
+
 EXTRA_METHODS: dict[str, Any] = {
+    "multinomial": _multinomial_method,
+    "exponential_": _sampling.exponential_,
     "uniform_": _uniform_,
     "normal_": _normal_,
     "to": _to,

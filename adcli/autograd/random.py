@@ -26,6 +26,9 @@ refined by experiment against torch):
   libm ``log``/``cos``/``sin`` (Python's ``math``, the same libm).  float16
   is computed as float32 and rounded, but its first fill covers only the
   full blocks.  This path neither reads nor clears the cached normal.
+* ``exponential_(lambd)``: per element ``u = uniform53()`` then
+  ``-1 / lambd * log1p(-u)`` in double and a cast (also for float32: one
+  64-bit draw per element), filled in memory order.
 * ``randint(low, high)``: ``(random() % (high - low)) + low`` (``random64()``
   when the range is 2**28 or more).  ``randperm(n)``: start from ``0..n-1``
   and for ``i < n - 1`` swap slot ``i`` with slot ``i + random() % (n - i)``.
@@ -93,6 +96,8 @@ _EXACT_MATH_LIMIT = 1 << 20
 _RANDINT_WIDE_RANGE = 1 << 28
 
 _MT_N = 624
+#: Bytes in torch's ``Generator.get_state()`` tensor.
+STATE_SIZE = 5056
 _U32 = 0xFFFFFFFF
 _U64 = 0xFFFFFFFFFFFFFFFF
 _F32 = np.float32
@@ -167,6 +172,50 @@ class Generator:
             "state": {"key": np.frombuffer(state.key, dtype=np.uint32).copy(), "pos": state.pos},
         }
         self._next_normal = state.next_normal
+        return self
+
+    def state_bytes(self) -> bytes:
+        """The state as the 5056 bytes of torch's ``Generator.get_state()``.
+
+        torch's layout (``CPUGeneratorImplState``, little-endian): the initial
+        seed (u64), ``left`` and ``seeded`` (i32 each), ``next`` (u64), the 624
+        words of the key (one u64 each), ``normal_x``, ``normal_y`` and
+        ``normal_rho`` (f64, the cached normal in ``normal_y``),
+        ``normal_is_valid`` (i32 and 4 bytes of padding), then a float normal
+        (f32) and its flag (bool and 3 bytes of padding), unused here.
+        """
+        state = self._engine.state["state"]
+        key = np.asarray(state["key"], dtype=np.uint32)
+        pos = int(state["pos"])
+        if pos < _MT_N:
+            left, nxt = _MT_N + 1 - pos, pos
+        else:  # about to twist: freshly seeded (next 0) or after 624 draws (next 624)
+            fresh = np.array_equal(key, _init_genrand(self._seed & _U32))
+            left, nxt = 1, 0 if fresh else _MT_N
+        normal = self._next_normal
+        head = np.array([self._seed], dtype="<u8").tobytes()
+        head += np.array([left, 1], dtype="<i4").tobytes() + np.array([nxt], "<u8").tobytes()
+        tail = np.array([0.0, normal or 0.0, 0.0], dtype="<f8").tobytes()
+        tail += np.array([normal is not None, 0, 0, 0], dtype="<i4").tobytes()
+        return head + key.astype("<u8").tobytes() + tail
+
+    def set_state_bytes(self, data: bytes) -> Generator:
+        """Restore a state made by :meth:`state_bytes` (or by torch); return self."""
+        if len(data) != STATE_SIZE:
+            raise RuntimeError(
+                f"Expected a CPUGeneratorImplState of size {STATE_SIZE} but found the "
+                f"input RNG state size to be {len(data)}"
+            )
+        seed = int(np.frombuffer(data, "<u8", 1, 0)[0])
+        left = int(np.frombuffer(data, "<i4", 1, 8)[0])
+        nxt = int(np.frombuffer(data, "<u8", 1, 16)[0])
+        key = np.frombuffer(data, "<u8", _MT_N, 24).astype(np.uint32)
+        normal_y = float(np.frombuffer(data, "<f8", 1, 5024)[0])
+        valid = int(np.frombuffer(data, "<i4", 1, 5040)[0])
+        self._seed = seed
+        pos = _MT_N if left <= 1 else min(nxt, _MT_N)
+        self._engine.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+        self._next_normal = normal_y if valid else None
         return self
 
     # -- raw streams ------------------------------------------------------
@@ -279,6 +328,30 @@ class Generator:
         # [from, to): a value that rounds up to `to` is replaced by `from`.
         values[values == np_type(high)] = np_type(low)
         return values.reshape(shape)
+
+    def exponential(self, n: int, lambd: float = 1.0, dtype: str = "float32") -> np.ndarray:
+        """``n`` values of ``x.exponential_(lambd, generator=self)`` in fill order.
+
+        torch 2.13's CPU kernel is serial and computes every dtype in double:
+        ``-1.0 / lambd * log1p(-u)`` with a 53-bit uniform ``u``, then a cast
+        (float16 through float32).  libm's ``log1p`` (Python's ``math``) is used
+        up to ``_EXACT_MATH_LIMIT`` elements, NumPy's above.
+        """
+        np_type = _float_type(dtype)
+        if not lambd > 0.0:
+            raise RuntimeError(
+                f"exponential_ expects lambda > 0.0, but found lambda={_fmt_scalar(lambd)}"
+            )
+        u = self._uniform01(int(n), "float64")
+        scale = -1.0 / float(lambd)
+        if u.size <= _EXACT_MATH_LIMIT:
+            log1p = math.log1p
+            values = np.array([scale * log1p(-x) for x in u.tolist()], dtype=_F64)
+        else:
+            values = scale * np.log1p(-u)
+        if dtype == "float16":
+            values = values.astype(_F32)
+        return values.astype(np_type)
 
     def randint(
         self, low: int, high: int, shape: Sequence[int], dtype: str = "int64"

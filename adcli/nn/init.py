@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import random as rng
+from ..autograd.generator import pick
 from ..autograd.tensor import Tensor
 
 __all__ = [
@@ -55,19 +56,20 @@ def _float_name(t: Tensor) -> str:
     return name
 
 
-def _gen(generator: Any) -> rng.Generator:
-    return generator if generator is not None else rng.default_generator
+def _gen(generator: Any, kernel: str) -> rng.Generator:
+    """The generator to draw from, or PyTorch's TypeError naming the tensor method."""
+    return pick(kernel, generator)
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with U(a, b) samples."""
-    values = _gen(generator).uniform(tensor.data_.shape, a, b, _float_name(tensor))
+    values = _gen(generator, "uniform_").uniform(tensor.data_.shape, a, b, _float_name(tensor))
     return _write(tensor, values)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std**2) samples."""
-    values = _gen(generator).normal(tensor.data_.shape, mean, std, _float_name(tensor))
+    values = _gen(generator, "normal_").normal(tensor.data_.shape, mean, std, _float_name(tensor))
     return _write(tensor, values)
 
 

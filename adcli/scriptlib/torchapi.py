@@ -23,8 +23,10 @@ from adcli.autograd import (
     optim,
     signatures,
 )
+from adcli.autograd import generator as _generator
 from adcli.autograd import gradcheck as _gradcheck
 from adcli.autograd import random as rng
+from adcli.autograd import sampling as _sampling
 
 # anomaly detection lives in adcli/autograd/anomaly.py (the engine checks each node while it is on)
 from adcli.autograd.anomaly import detect_anomaly as _DetectAnomaly
@@ -72,6 +74,56 @@ def _float_dtype(
     return dt
 
 
+_FACTORY_TAIL = (
+    "Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    "torch.device device = None, bool pin_memory = False, bool requires_grad = False)\n"
+)
+_LIKE_TAIL = "torch.memory_format memory_format = None, " + _FACTORY_TAIL.replace(
+    "Tensor out = None, ", ""
+)
+#: PyTorch's overloads of each random factory, as its "invalid combination" error lists them
+_GENERATOR_OVERLOADS = {
+    "randn": ("tuple of ints size",),
+    "rand": ("tuple of ints size",),
+    "randint": ("int high, tuple of ints size", "int low, int high, tuple of ints size"),
+    "randperm": ("int n",),
+    "randn_like": ("Tensor input",),
+    "rand_like": ("Tensor input",),
+}
+
+
+def _generator_of(name: str, generator: Any, args: tuple[Any, ...], **given: Any) -> Any:
+    """`generator`, or the default one; a `generator=` that is no torch.Generator gets
+    PyTorch's "invalid combination of arguments" TypeError (keywords other than
+    `generator` are listed when they differ from their defaults)."""
+    if generator is None:
+        return rng.default_generator
+    if isinstance(generator, rng.Generator):
+        return generator
+    got = [ops._type_name(a) if not isinstance(a, Tensor) else "Tensor" for a in args]
+    for key, value in given.items():
+        if value is not None and value is not False:
+            got.append(f"{key}={_arg_type(value)}")
+    got.append(f"generator={_arg_type(generator)}")
+    tail = _LIKE_TAIL if name.endswith("_like") else _FACTORY_TAIL
+    lines = []
+    for head in _GENERATOR_OVERLOADS[name]:
+        lines.append(f" * ({head}, *, torch.Generator generator, {tail}")
+        lines.append(f" * ({head}, *, {tail}")
+    raise TypeError(
+        f"{name}() received an invalid combination of arguments - got ({', '.join(got)}), "
+        "but expected one of:\n" + "".join(lines)
+    )
+
+
+def _arg_type(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if isinstance(value, dtypes.DType):
+        return "torch.dtype"
+    return ops._type_name(value)
+
+
 def randn(
     *size: Any,
     dtype: Any = None,
@@ -82,9 +134,9 @@ def randn(
     """Standard normal samples, the same numbers as torch after manual_seed."""
     shape = _shape(size)
     dt = _float_dtype(dtype, shape=shape)
+    gen = _generator_of("randn", generator, size, dtype=dtype, requires_grad=requires_grad)
     if not dt.is_floating_point:  # empty: no kernel ran
         return ops._finish(np.zeros(shape, dt.np), requires_grad)
-    gen = generator or rng.default_generator
     return ops._finish(gen.randn(shape, dt.name), requires_grad)
 
 
@@ -97,8 +149,8 @@ def rand(
 ) -> Tensor:
     """Uniform samples in [0, 1), the same numbers as torch after manual_seed."""
     # (PyTorch checks uniform's dtype even for an empty result, unlike normal's)
+    gen = _generator_of("rand", generator, size, dtype=dtype, requires_grad=requires_grad)
     dt = _float_dtype(dtype, "check_uniform_bounds")
-    gen = generator or rng.default_generator
     return ops._finish(gen.rand(_shape(size), dt.name), requires_grad)
 
 
@@ -111,11 +163,12 @@ def randint(
     requires_grad: bool = False,
 ) -> Tensor:
     """Random integers in [low, high)."""
+    given = (low, high, size) if size is not None else (low, high)
     if size is None:
         low, high, size = 0, low, high
     if size is None:
         raise TypeError("randint() missing 1 required positional argument: 'size'")
-    gen = generator or rng.default_generator
+    gen = _generator_of("randint", generator, given, dtype=dtype, requires_grad=requires_grad)
     data = gen.randint(int(low), int(high), _shape(tuple(size)))
     dt = ops._dtype_arg(dtype)
     if dt is not None:
@@ -125,7 +178,7 @@ def randint(
 
 def randperm(n: int, dtype: Any = None, generator: Any = None) -> Tensor:
     """A random permutation of 0..n-1."""
-    gen = generator or rng.default_generator
+    gen = _generator_of("randperm", generator, (n,), dtype=dtype)
     return ops._finish(gen.randperm(int(n)), False)
 
 
@@ -155,6 +208,13 @@ def normal(
     """Samples of N(mean, std**2), PyTorch's numbers after manual_seed: with number
     arguments `empty(size).normal_(mean, std)`, with tensors `randn * std + mean`."""
     gen = generator or rng.default_generator
+    if generator is not None and not isinstance(generator, rng.Generator):
+        args = (mean, std) if size is None else (mean, std, size)
+        got = ", ".join(_arg_type(a) for a in args) + f", generator={_arg_type(generator)}"
+        raise TypeError(
+            f"normal() received an invalid combination of arguments - got ({got}), "
+            + _NORMAL_SIGNATURES
+        )
     if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
         if size is None:
             got = ", ".join(type(a).__name__ for a in (mean, std))
@@ -191,6 +251,7 @@ def randn_like(
     t: Tensor, dtype: Any = None, requires_grad: bool = False, *, generator: Any = None
 ) -> Tensor:
     """randn with t's shape."""
+    _generator_of("randn_like", generator, (t,), dtype=dtype, requires_grad=requires_grad)
     dt = dtype or t.dtype
     return randn(*t.data_.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
 
@@ -199,6 +260,7 @@ def rand_like(
     t: Tensor, dtype: Any = None, requires_grad: bool = False, *, generator: Any = None
 ) -> Tensor:
     """rand with t's shape."""
+    _generator_of("rand_like", generator, (t,), dtype=dtype, requires_grad=requires_grad)
     dt = dtype or t.dtype
     return rand(*t.data_.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
 
@@ -211,6 +273,21 @@ def manual_seed(seed: int) -> Any:
 def initial_seed() -> int:
     """The seed of the global generator."""
     return rng.default_generator.initial_seed()
+
+
+def seed() -> int:
+    """Seed the global generator non-deterministically; return the seed (torch.seed)."""
+    return _generator.Generator.seed(rng.default_generator)  # type: ignore[arg-type]
+
+
+def get_rng_state() -> Tensor:
+    """The global generator's state: PyTorch's 5056 bytes, as a torch.uint8 tensor."""
+    return _generator.Generator.get_state(rng.default_generator)  # type: ignore[arg-type]
+
+
+def set_rng_state(new_state: Any) -> None:
+    """Restore the global generator's state from `get_rng_state()`."""
+    _generator.Generator.set_state(rng.default_generator, new_state)  # type: ignore[arg-type]
 
 
 def autograd_backward(
@@ -273,6 +350,12 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         rand_like=rand_like,
         manual_seed=manual_seed,
         initial_seed=initial_seed,
+        seed=seed,
+        get_rng_state=get_rng_state,
+        set_rng_state=set_rng_state,
+        Generator=_generator.Generator,
+        default_generator=rng.default_generator,
+        multinomial=_sampling.multinomial,
         no_grad=grad_mode.no_grad,
         enable_grad=grad_mode.enable_grad,
         set_grad_enabled=grad_mode.set_grad_enabled,
