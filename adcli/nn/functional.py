@@ -119,7 +119,39 @@ def cross_entropy(
     return ops.cross_entropy(input, target, weight, ignore_index, r, label_smoothing)
 
 
+def one_hot(input: Any, num_classes: Any = -1) -> Tensor:  # noqa: A002 - PyTorch's name
+    """int64 one-hot rows: a last dimension of `num_classes` (max + 1 when -1), 1 at
+    each value's index (no gradient: the result is an integer tensor)."""
+    import numpy as np
+
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            f"one_hot(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}"
+        )
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise TypeError(
+            f"one_hot(): argument 'num_classes' must be int, not {type(num_classes).__name__}"
+        )
+    x = input.data_
+    if x.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    n = int(num_classes)
+    if x.size == 0:
+        if n <= 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        return Tensor._make(np.zeros((*x.shape, n), dtype=np.int64))
+    if int(x.min()) < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if n == -1:
+        n = int(x.max()) + 1
+    elif not n > int(x.max()):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = (x[..., None] == np.arange(n, dtype=np.int64)).astype(np.int64)
+    return Tensor._make(out)
+
+
 _OWN = (
+    one_hot,
     relu,
     leaky_relu,
     softmax,
