@@ -84,6 +84,15 @@ METHODS: dict[str, str] = {
     "copy_": "other",
 }
 
+# PyTorch's argument parser takes NumPy's names for these parameters everywhere:
+# `x.sum(axis=1, keepdims=True)` is `x.sum(dim=1, keepdim=True)`.
+NUMPY_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+# The ops with `dim`/`keepdim` that have no other renaming (wrapped for the aliases).
+REDUCTIONS = (
+    "sum mean prod max min amax amin argmax argmin all any norm logsumexp var std cumsum "
+    "softmax log_softmax"
+).split()
+
 # `*shape` ops: the keyword PyTorch gives the sequence.
 FUNCTION_VARARGS = {"permute": "dims", "reshape": "shape"}
 METHOD_VARARGS = {
@@ -152,12 +161,17 @@ def conform(
     """`fn` called with PyTorch's keyword names (and `out=` when `out`); `fn` itself
     when nothing needs renaming."""
     renames = _renames(fn, torch_names, method)
-    if not renames and not out and varargs is None:
+    params = inspect.signature(fn).parameters
+    aliases = {k: v for k, v in NUMPY_ALIASES.items() if v in params and k not in params}
+    if not renames and not out and varargs is None and not aliases:
         return fn
-    first = next(iter(inspect.signature(fn).parameters), None)  # `a` of permute(a, *dims)
+    first = next(iter(params), None)  # `a` of permute(a, *dims)
 
     def call(*args: Any, **kwargs: Any) -> Any:
         if kwargs:
+            for alias, target in aliases.items():
+                if alias in kwargs and target not in kwargs:
+                    kwargs[target] = kwargs.pop(alias)
             seq = kwargs.pop(varargs, _NONE) if varargs is not None else _NONE
             if renames:
                 named = {renames.get(k, k): v for k, v in kwargs.items()}
@@ -196,7 +210,12 @@ def conform_table(module: str, members: dict[str, Any]) -> None:
     for name, fn in members.items():
         if not callable(fn) or isinstance(fn, type):
             continue
-        if name not in FUNCTIONS and name not in OUT and name not in FUNCTION_VARARGS:
+        if (
+            name not in FUNCTIONS
+            and name not in OUT
+            and name not in FUNCTION_VARARGS
+            and name not in REDUCTIONS
+        ):
             continue
         key = (module, name)
         made = _made.get(key)
@@ -214,7 +233,7 @@ def conform_table(module: str, members: dict[str, Any]) -> None:
 
 def conform_methods(cls: type) -> None:
     """Give the Tensor methods PyTorch's keyword names, in place (once, at import)."""
-    for name in set(METHODS) | set(METHOD_VARARGS):
+    for name in set(METHODS) | set(METHOD_VARARGS) | set(REDUCTIONS):
         fn = cls.__dict__.get(name)
         if fn is None:
             continue
