@@ -169,3 +169,91 @@ def test_rng_state_roundtrip_like_torch() -> None:
     finally:
         arandom.set_rng_state(saved)
         torch.set_rng_state(torch_saved)
+
+
+# ---------------------------------------------------------------- multinomial, exponential_
+
+
+def _probabilities(rs: np.random.RandomState, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """Weights with some zeros (ties in the exponential race), no all-zero row."""
+    p = rs.rand(*shape).astype(dtype)
+    p[rs.rand(*shape) < rs.choice([0.0, 0.3, 0.8])] = 0
+    rows = p.reshape(-1, shape[-1])
+    rows[rows.sum(axis=1) == 0, -1] = 0.5
+    return p
+
+
+def _both_multinomial(p: np.ndarray, k: int, replacement: bool, seed: int, transpose: bool):
+    from adcli.autograd import sampling
+    from adcli.autograd.generator import Generator as ScriptGenerator
+    from adcli.autograd.tensor import Tensor
+
+    theirs_in = torch.from_numpy(p.copy())
+    ours_in = Tensor._make(p.copy())
+    if transpose:
+        theirs_in, ours_in = theirs_in.t(), Tensor._make(p.copy().T)
+    tg = torch.Generator().manual_seed(seed)
+    theirs = torch.multinomial(theirs_in, k, replacement, generator=tg).numpy()
+    theirs_next = torch.rand(3, generator=tg).numpy()
+    g = ScriptGenerator().manual_seed(seed)
+    ours = sampling.multinomial(ours_in, k, replacement, generator=g).data_
+    return theirs, ours, theirs_next, g.rand((3,))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("replacement", [False, True])
+def test_multinomial_many_seeds_and_shapes(dtype: str, replacement: bool) -> None:
+    rs = np.random.RandomState(7 + replacement)
+    for trial in range(60):
+        n = int(rs.choice([1, 2, 3, 5, 8, 17, 27, 64, 200, 1000]))
+        shape = (n,) if trial % 3 == 0 else (int(rs.randint(1, 5)), n)
+        p = _probabilities(rs, shape, dtype)
+        k = int(rs.randint(1, (3 * n if replacement else n) + 1))
+        transpose = len(shape) == 2 and trial % 4 == 1
+        if transpose:
+            p = np.ascontiguousarray(p.T)
+            if not replacement:
+                k = min(k, p.shape[0])
+        seed = int(rs.randint(0, 2**31))
+        theirs, ours, theirs_next, ours_next = _both_multinomial(p, k, replacement, seed, transpose)
+        assert np.array_equal(theirs, ours), (shape, k, seed)
+        assert np.array_equal(theirs_next, ours_next)  # the same number of draws
+
+
+def test_multinomial_ties_follow_libstdcxx_order() -> None:
+    for seed in range(20):
+        one = np.zeros(1000, np.float32)
+        one[seed] = 1.0
+        for k in (2, 15, 16, 17, 300, 1000):  # partial_sort (64 k <= n) and nth_element + sort
+            theirs, ours, _, _ = _both_multinomial(one, k, False, seed, False)
+            assert np.array_equal(theirs, ours), (seed, k)
+
+
+def test_exponential_matches_torch_bitwise() -> None:
+    from adcli.autograd.generator import Generator as ScriptGenerator
+
+    for dtype in ("float32", "float64", "float16"):
+        for lambd in (1.0, 0.25, 3.0):
+            for n in (1, 7, 16, 333):
+                tg = torch.Generator().manual_seed(n)
+                theirs = torch.empty(n, dtype=TORCH_DTYPES[dtype]).exponential_(lambd, generator=tg)
+                ours = ScriptGenerator().manual_seed(n).exponential(n, lambd, dtype)
+                assert np.array_equal(theirs.numpy(), ours)
+
+
+def test_generator_state_bytes_match_torch() -> None:
+    from adcli.autograd.generator import Generator as ScriptGenerator
+
+    tg, ours = torch.Generator().manual_seed(11), ScriptGenerator().manual_seed(11)
+    for step in range(4):
+        assert np.array_equal(tg.get_state().numpy(), ours.get_state().data_)
+        torch.randn(1 + 300 * step, generator=tg)
+        ours.randn((1 + 300 * step,))
+    moved = ScriptGenerator().set_state(_tensor_from(tg.get_state().numpy()))
+    assert np.array_equal(torch.randn(5, generator=tg).numpy(), moved.randn((5,)))
+
+
+def _tensor_from(data: np.ndarray):
+    from adcli.autograd.tensor import Tensor
+
+    return Tensor._make(data.copy())
