@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels32, ops
+from . import kernels32, mkl, ops
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
@@ -557,6 +557,14 @@ def _simd_positions(shape: tuple[int, ...], operands: tuple[np.ndarray, ...], dt
 # ************************************************************ unary
 
 
+def _vml(name: str, fn: Any, x: np.ndarray) -> np.ndarray:
+    """fn(x) as PyTorch computes it: for float32 and float64 x MKL's vector function,
+    which PyTorch calls (bit-equal); without MKL, NumPy's, for float32 computed in
+    float64 and rounded once (nearly always equal)."""
+    r = mkl.vml(name, x)
+    return kernels32.rounded(fn, x) if r is None else r
+
+
 class Exp(Function):
     """exp(a)"""
 
@@ -565,7 +573,7 @@ class Exp(Function):
     def forward(ctx, a):
         ctx.save_output()
         with np.errstate(over="ignore"):
-            return kernels32.rounded(np.exp, ops.float_data(a))
+            return _vml("exp", np.exp, ops.float_data(a))
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
@@ -583,7 +591,7 @@ class Log(Function):
     def forward(ctx, a):
         ctx.save(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return kernels32.rounded(np.log, ops.float_data(a))
+            return _vml("log", np.log, ops.float_data(a))
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
@@ -618,8 +626,12 @@ class Sqrt(Function):
 
     def forward(ctx, a):
         ctx.save_output()
+        x = ops.float_data(a)
+        r = mkl.vml("sqrt", x)
+        if r is not None:
+            return r
         with np.errstate(invalid="ignore"):
-            return np.sqrt(ops.float_data(a))
+            return np.sqrt(x)
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
@@ -653,7 +665,7 @@ class Sin(Function):
 
     def forward(ctx, a):
         ctx.save(a)
-        return kernels32.rounded(np.sin, ops.float_data(a))
+        return _vml("sin", np.sin, ops.float_data(a))
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
@@ -670,7 +682,7 @@ class Cos(Function):
 
     def forward(ctx, a):
         ctx.save(a)
-        return kernels32.rounded(np.cos, ops.float_data(a))
+        return _vml("cos", np.cos, ops.float_data(a))
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
@@ -687,7 +699,9 @@ class Tan(Function):
 
     def forward(ctx, a):
         ctx.save_output()
-        return np.tan(ops.float_data(a))
+        x = ops.float_data(a)
+        r = mkl.vml("tan", x)
+        return np.tan(x) if r is None else r
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
@@ -709,7 +723,7 @@ class Tanh(Function):
 
     def forward(ctx, a):
         ctx.save_output()
-        return kernels32.rounded(np.tanh, ops.float_data(a))
+        return _vml("tanh", np.tanh, ops.float_data(a))
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
@@ -1900,12 +1914,40 @@ def _plus_zero(r: Any) -> Any:
 
 
 def _blas_mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b with PyTorch's signs of zero: gemm with an inner size of 1 (both outer
-    sizes above 1) stores the products themselves (-0. * 1. stays -0.)."""
+    """a @ b: float32 by MKL's sgemm as PyTorch calls it, where MKL is installed;
+    otherwise NumPy's, with PyTorch's signs of zero: gemm with an inner size of 1
+    (both outer sizes above 1) stores the products themselves (-0. * 1. stays -0.)."""
+    r = mkl.addmm(None, a, b)
+    if r is not None:
+        return r
     n, k = a.shape
     if k == 1 and n > 1 and b.shape[1] > 1:
         return a * b
     return _plus_zero(a @ b)
+
+
+def _column_major(t: Tensor) -> bool:
+    """Whether matrix t is laid out column by column (PyTorch's test in
+    mm_mat1_backward / mm_mat2_backward: strides (1, rows))."""
+    st = t.data_.strides
+    isz = t.data_.itemsize
+    return st[0] == isz and st[1] == t.data_.shape[0] * isz
+
+
+def _mm_mat1_backward(g: Tensor, mat2: Tensor, column_major: bool) -> Tensor:
+    """The gradient of mat1 in mat1 @ mat2, by PyTorch's formula: for a column-major
+    mat1, (mat2 @ g.T).T, so the gradient has mat1's layout; else g @ mat2.T."""
+    if column_major:
+        return ops.t(ops.mm(mat2, ops.t(g)))
+    return ops.mm(g, ops.t(mat2))
+
+
+def _mm_mat2_backward(g: Tensor, mat1: Tensor, column_major: bool) -> Tensor:
+    """The gradient of mat2 in mat1 @ mat2: for a column-major mat2 (nn.Linear's
+    weight.T), (g.T @ mat1).T; else mat1.T @ g."""
+    if column_major:
+        return ops.t(ops.mm(ops.t(g), mat1))
+    return ops.mm(ops.t(mat1), g)
 
 
 class Mm(Function):
@@ -1915,12 +1957,13 @@ class Mm(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
+        ctx.layouts = (_column_major(a), _column_major(b))
         return _blas_mm(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
-        ga = ops.mm(g, ops.t(b)) if b is not None else None
-        gb = ops.mm(ops.t(a), g) if a is not None else None
+        ga = _mm_mat1_backward(g, b, ctx.layouts[0]) if b is not None else None
+        gb = _mm_mat2_backward(g, a, ctx.layouts[1]) if a is not None else None
         return ga, gb
 
     def jvp(ctx, ts, xs, r):
@@ -1935,7 +1978,9 @@ class Mv(Function):
 
     def forward(ctx, m, v, dtype):
         ctx.save(v if ctx.needs_input_grad[0] else None, m if ctx.needs_input_grad[1] else None)
-        return _plus_zero(_d(m, dtype) @ _d(v, dtype))
+        m_, v_ = _d(m, dtype), _d(v, dtype)
+        r = mkl.mv(m_, v_)
+        return _plus_zero(m_ @ v_) if r is None else r
 
     def backward(ctx, g):
         v, m = ctx.saved_tensors
@@ -1955,7 +2000,9 @@ class Dot(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
-        return _plus_zero(np.dot(_d(a, dtype), _d(b, dtype)))
+        a_, b_ = _d(a, dtype), _d(b, dtype)
+        r = mkl.dot(a_, b_)
+        return _plus_zero(np.dot(a_, b_)) if r is None else r
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
@@ -1966,6 +2013,22 @@ class Dot(Function):
         return _lin(None if ta is None else ops.dot(ta, b), None if tb is None else ops.dot(a, tb))
 
 
+def _bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b for batches of matrices. Float32 as PyTorch computes it: under 400
+    multiply-adds per matrix its own loop (each element summed from +0, one product
+    at a time, in order), else MKL's batched sgemm where MKL is installed."""
+    if a.dtype == np.float32:
+        if a.shape[1] * a.shape[2] * b.shape[2] < 400:
+            acc = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
+            for k in range(a.shape[2]):
+                acc += a[:, :, k : k + 1] * b[:, k : k + 1, :]
+            return acc
+        r = mkl.bmm(a, b)
+        if r is not None:
+            return r
+    return _plus_zero(np.matmul(a, b))
+
+
 class Bmm(Function):
     """batch of matrices @ batch of matrices (3-d, same batch size)"""
 
@@ -1973,7 +2036,7 @@ class Bmm(Function):
 
     def forward(ctx, a, b, dtype):
         ctx.save(b if ctx.needs_input_grad[0] else None, a if ctx.needs_input_grad[1] else None)
-        return _plus_zero(np.matmul(_d(a, dtype), _d(b, dtype)))
+        return _bmm(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
@@ -1995,7 +2058,13 @@ class Addmm(Function):
         n = ctx.needs_input_grad
         ctx.beta, ctx.alpha = beta, alpha
         ctx.save(w if n[1] else None, x if n[2] else None)
-        prod = _blas_mm(_d(x, dtype), _d(w, dtype))
+        ctx.layouts = (_column_major(x), _column_major(w))
+        x_, w_ = _d(x, dtype), _d(w, dtype)
+        b_ = None if beta == 0 else _d(bias, dtype)
+        r = mkl.addmm(b_, x_, w_, beta=float(beta), alpha=float(alpha))
+        if r is not None:  # float32 by MKL, PyTorch's one sgemm call
+            return r
+        prod = _blas_mm(x_, w_)
         if alpha != 1:
             prod = prod * np.asarray(alpha, dtype)
         if beta == 0:  # the bias is not read at all: its NaNs do not propagate
@@ -2006,8 +2075,8 @@ class Addmm(Function):
     def backward(ctx, g):
         # PyTorch's maybe_multiply: a factor of 1 is not applied (no node)
         w, x = ctx.saved_tensors
-        gx = ops.mm(g, ops.t(w)) if w is not None else None
-        gw = ops.mm(ops.t(x), g) if x is not None else None
+        gx = _mm_mat1_backward(g, w, ctx.layouts[0]) if w is not None else None
+        gw = _mm_mat2_backward(g, x, ctx.layouts[1]) if x is not None else None
         return tuple(_times(t, f) for t, f in ((g, ctx.beta), (gx, ctx.alpha), (gw, ctx.alpha)))
 
     def jvp(ctx, ts, xs, r):

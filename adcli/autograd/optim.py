@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from . import mkl
 from .config import config
 from .kernels32 import fma
 from .tensor import Tensor
@@ -29,6 +30,12 @@ def _zero_in_place(g: Tensor) -> None:
         g._vc[0] += 1
     else:  # a broadcast view cannot be written: a fresh buffer
         g.data_ = np.zeros_like(g.data_)
+
+
+def _sqrt(x: np.ndarray) -> np.ndarray:
+    """The optimizers' `Tensor.sqrt()`: MKL's, as PyTorch's, where it is installed."""
+    r = mkl.vml("sqrt", x)
+    return np.sqrt(x) if r is None else r
 
 
 class Optimizer:
@@ -246,9 +253,9 @@ class Adam(Optimizer):
                 bc2_sqrt = math.sqrt(bc2)
                 if amsgrad:
                     np.maximum(st["max_exp_avg_sq"], v, out=st["max_exp_avg_sq"])
-                    denom = np.sqrt(st["max_exp_avg_sq"]) / _f(bc2_sqrt, x) + _f(eps, x)
+                    denom = _sqrt(st["max_exp_avg_sq"]) / _f(bc2_sqrt, x) + _f(eps, x)
                 else:
-                    denom = np.sqrt(v) / _f(bc2_sqrt, x) + _f(eps, x)
+                    denom = _sqrt(v) / _f(bc2_sqrt, x) + _f(eps, x)
                 x += _f(-step_size, x) * (m / denom)
                 p._vc[0] += 1
         return loss
@@ -325,9 +332,9 @@ class RMSprop(Optimizer):
                 if centered:
                     ga = st["grad_avg"]
                     ga += _f(1 - alpha, x) * (g - ga)  # lerp_
-                    avg = np.sqrt(sq + _f(-1, x) * ga * ga)
+                    avg = _sqrt(sq + _f(-1, x) * ga * ga)
                 else:
-                    avg = np.sqrt(sq)
+                    avg = _sqrt(sq)
                 avg = avg + _f(eps, x)
                 if mom > 0:
                     buf = st["momentum_buffer"]
@@ -408,7 +415,7 @@ class Adagrad(Optimizer):
                     g = g + _f(wd, x) * x
                 clr = lr / (1 + (st["step"] - 1) * lr_decay)
                 st["sum"] += g * g  # addcmul_ with value 1
-                std = np.sqrt(st["sum"]) + _f(eps, x)
+                std = _sqrt(st["sum"]) + _f(eps, x)
                 x += _f(-clr, x) * g / std  # addcdiv_: value * t1 / t2
                 p._vc[0] += 1
         return loss
