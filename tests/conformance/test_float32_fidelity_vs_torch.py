@@ -91,8 +91,8 @@ BOUNDS_F32: dict[str, float] = {
     "mean(dim)": 0.0,
     "arange": 0.0,
     "linspace": 0.0,
-    "dot": 1.0,  # MKL's sdot: order not reproduced
-    "mm": 1.0,  # MKL's sgemm: order not reproduced
+    "dot": 1.0,  # without the mkl package (NumPy); with it 0, see test_mkl_vs_torch.py
+    "mm": 1.0,  # without the mkl package (NumPy); with it 0, see test_mkl_vs_torch.py
 }
 BOUNDS_F64: dict[str, float] = {
     "sum": 0.0,
