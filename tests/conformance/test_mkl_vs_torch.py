@@ -20,7 +20,6 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 from adcli.autograd import mkl, ops  # noqa: E402
-from adcli.autograd.summation import threads  # noqa: E402
 from adcli.autograd.tensor import Tensor  # noqa: E402
 
 if not mkl.available():
@@ -29,9 +28,12 @@ if not mkl.available():
 
 @pytest.fixture(autouse=True)
 def _same_threads() -> Iterator[None]:
-    """MKL's matrix products split their work by thread count: give torch adcli's."""
+    """MKL's matrix products split their work by thread count: give torch MKL's (one
+    where libgomp is missing and MKL runs sequentially)."""
+    lib = mkl.library()
+    assert lib is not None
     before = torch.get_num_threads()
-    torch.set_num_threads(threads())
+    torch.set_num_threads(lib.threads)
     yield
     torch.set_num_threads(before)
 

@@ -17,8 +17,9 @@ itself at random, adcli with PyTorch's `default_rng_seed_val`; so PyTorch is run
 after `torch.manual_seed(67280421310721)`, and both runs' Python `random` (the
 dynamic net's) start from the same seed.
 
-A program whose output still differs is listed in `XFAIL` (strict) with the op
-that makes it differ.
+With MKL installed (the `mkl` extra, adcli/autograd/mkl.py), every program prints
+exactly what PyTorch prints. Without it, those whose float32 sin, matrix products
+or float64 tanh PyTorch computes with MKL are strict xfails naming the kernel.
 """
 
 from __future__ import annotations
@@ -48,22 +49,18 @@ PY_SEED = 12345
 
 _MKL_SIN = (
     "float32 torch.sin of the 2000-point linspace: PyTorch computes it with MKL's "
-    "vmsSin (VML_HA), closed source, which differs from sin rounded once in 92 of "
-    "the 2000 elements"
+    "vmsSin (VML_HA), which differs from sin rounded once in 92 of the 2000 elements"
 )
-_MKL_GEMM = (
-    "nn.Linear(3, 1) on a (2000, 3) input: MKL's sgemm. adcli has no model of its "
-    "backward's k=2000 reduction (weight.grad); and " + _MKL_SIN
-)
-#: program -> why its output still differs from PyTorch's
-XFAIL: dict[str, str] = {
+_MKL_GEMM = "nn.Linear(3, 1) on a (2000, 3) input and its gradients: MKL's sgemm; and " + _MKL_SIN
+#: program -> why its output differs from PyTorch's when MKL is not installed
+XFAIL_WITHOUT_MKL: dict[str, str] = {
     "poly_tensor": _MKL_SIN,
     "poly_autograd": _MKL_SIN,
     "poly_custom_function": _MKL_SIN,
     "poly_module": _MKL_SIN,
     "poly_tensor_matmul": (
         "torch.matmul of a (2000, 4) matrix and a 4-vector, and of its transpose and a "
-        "2000-vector: MKL's sgemv, whose summation order adcli does not reproduce; and " + _MKL_SIN
+        "2000-vector: MKL's sgemv; and " + _MKL_SIN
     ),
     "poly_nn": _MKL_GEMM,
     "poly_optim": _MKL_GEMM,
@@ -125,7 +122,9 @@ def run_torch(text: str, name: str) -> dict[str, Any]:
 
 
 def _param(path: Path) -> Any:
-    reason = XFAIL.get(path.stem)
+    from adcli.autograd import mkl
+
+    reason = None if mkl.available() else XFAIL_WITHOUT_MKL.get(path.stem)
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     return pytest.param(path, id=path.stem, marks=marks)
 
@@ -143,7 +142,7 @@ def test_every_tutorial_is_here() -> None:
         "blitz_style",
         "micrograd_style",
     } <= names
-    assert set(XFAIL) <= names
+    assert set(XFAIL_WITHOUT_MKL) <= names
 
 
 @pytest.mark.parametrize("program", [_param(p) for p in PROGRAMS])
