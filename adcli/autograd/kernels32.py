@@ -45,14 +45,17 @@ def powf(x: np.ndarray, e: float) -> np.ndarray:
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """a * b + c rounded once, for float32 operands (PyTorch's `Vectorized::fmadd`, and
-    the fused multiply-add the compiler makes of a kernel's `c + alpha * b`: `add` and
-    `sub` with an `alpha`, so `p.add_(g, alpha=-lr)` in SGD). Other dtypes: two roundings.
+    """a * b + c rounded once, for float32 or float64 operands (PyTorch's
+    `Vectorized::fmadd`, and the fused multiply-add the compiler makes of a kernel's
+    `c + alpha * b`: `add` and `sub` with an `alpha`, so `p.add_(g, alpha=-lr)` in SGD,
+    `addcmul`, `lerp`). Other dtypes: two roundings.
 
-    The float64 product is exact; the float64 sum is exact up to its error `e`
+    Float32: the float64 product is exact; the float64 sum is exact up to its error `e`
     (TwoSum), which decides the one case where rounding the sum to float32 rounds
     twice: a sum exactly halfway between two float32 numbers."""
     a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
+    if a.dtype == b.dtype == c.dtype == np.float64:
+        return _fma64(a, b, c)
     if not (a.dtype == b.dtype == c.dtype == _F32):
         return a * b + c
     with np.errstate(all="ignore"):
@@ -71,6 +74,38 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
             # halfway in float64 but not exactly: e says which neighbour is nearer
             toward_other = (e > 0) == (other > r)
             r = np.where(tie & toward_other, other, r)
+    return r
+
+
+_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's constant for float64
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once in float64 (Boldo and Melquiond's emulation): the product
+    split exactly in two (Dekker), c added to its high part exactly (TwoSum), the two
+    low parts added with rounding to odd, and one last rounding to nearest. Products
+    too large to split, and non-finite operands, fall back to two roundings."""
+    with np.errstate(all="ignore"):
+        ph = a * b
+        ca, cb = _SPLIT * a, _SPLIT * b
+        ah = ca - (ca - a)
+        bh = cb - (cb - b)
+        al, bl = a - ah, b - bh
+        pl = ((ah * bh - ph) + ah * bl + al * bh) + al * bl
+        th = c + ph
+        bp = th - c
+        tl = (c - (th - bp)) + (ph - bp)
+        v = tl + pl
+        bp = v - tl
+        ve = (tl - (v - bp)) + (pl - bp)
+        # round to odd: an inexact v with an even last bit moves one step towards ve
+        odd = (ve != 0) & ((v.view(np.int64) & 1) == 0)
+        if np.any(odd):
+            v = np.where(odd, np.nextafter(v, np.where(ve > 0, np.inf, -np.inf)), v)
+        r = th + v
+        bad = ~np.isfinite(r) | ~np.isfinite(pl)
+        if np.any(bad):
+            r = np.where(bad, ph + c, r)
     return r
 
 
