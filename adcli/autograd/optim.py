@@ -1,13 +1,14 @@
-"""torch.optim.SGD and Adam, updating parameters exactly as PyTorch's single-tensor code."""
+"""torch.optim: SGD, Adam, AdamW, Adamax, NAdam, RAdam, Adadelta, RMSprop and Adagrad,
+updating parameters op by op as PyTorch 2.13's single-tensor (CPU) code, each op
+rounded as its CPU kernel rounds."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from . import mkl
+from . import dtypes, mkl
 from .config import config
 from .kernels32 import fma
 from .tensor import Tensor
@@ -105,6 +106,51 @@ def _f(x: float, like: np.ndarray) -> Any:
     return like.dtype.type(x)
 
 
+# PyTorch's in-place kernels, each rounded as its CPU kernel rounds (measured against
+# torch 2.13 over random float32 and float64 tensors, every element bit-equal): a
+# Python scalar is first converted to the tensor's dtype.
+
+
+def _add(x: np.ndarray, t: np.ndarray, alpha: float) -> np.ndarray:
+    """`x.add(t, alpha=alpha)`: one fused multiply-add."""
+    return fma(t, np.asarray(_f(alpha, x)), x)
+
+
+def _addcmul(x: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> np.ndarray:
+    """`x.addcmul(t1, t2, value=v)`: v * t1 rounded, then fused: fma(v * t1, t2, x)."""
+    return fma(_f(value, x) * t1, t2, x)
+
+
+def _addcdiv(x: np.ndarray, t1: np.ndarray, t2: np.ndarray, value: float) -> np.ndarray:
+    """`x.addcdiv(t1, t2, value=v)`: x + (v * t1) / t2, three roundings."""
+    return x + (_f(value, x) * t1) / t2
+
+
+def _lerp(x: np.ndarray, end: np.ndarray, weight: float) -> np.ndarray:
+    """`x.lerp(end, w)` with a scalar weight: fma(w, end - x, x) for |w| < 0.5, else
+    fma(w - 1, end - x, end) (the weight and w - 1 in the tensor's dtype)."""
+    w = _f(weight, x)
+    if abs(w) < 0.5:
+        return fma(np.full_like(x, w), end - x, x)
+    return fma(np.full_like(x, w - _f(1, x)), end - x, end)
+
+
+def _step_dtype() -> Any:
+    """The dtype of the `step` tensor in an optimizer's state: float32, or float64
+    when that is the default dtype (PyTorch's `_get_scalar_dtype`)."""
+    return np.float64 if dtypes.DEFAULT_FLOAT.np == np.float64 else np.float32
+
+
+def _count(st: dict[str, Any]) -> float:
+    """`step_t += 1; step = _get_value(step_t)`: the step tensor counts in its dtype."""
+    st["step"] = st["step"] + st["step"].dtype.type(1)
+    return float(st["step"])
+
+
+def _new_step() -> Any:
+    return _step_dtype()(0.0)
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
 
@@ -180,8 +226,28 @@ class SGD(Optimizer):
         return loss
 
 
+def _check(lr: float, eps: float | None = None, weight_decay: float = 0) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if eps is not None and not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _check_betas(betas: Any) -> None:
+    for i, b in enumerate(betas):
+        if not 0.0 <= b < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+
+
+def _grad(p: Tensor, maximize: bool) -> np.ndarray:
+    g = p._grad.data_
+    return -g if maximize else g
+
+
 class Adam(Optimizer):
-    """Adam (optionally with L2 weight decay and AMSGrad)."""
+    """Adam (optionally with L2 or decoupled weight decay, and AMSGrad)."""
 
     def __init__(
         self,
@@ -192,19 +258,16 @@ class Adam(Optimizer):
         weight_decay: float = 0,
         amsgrad: bool = False,
         *,
-        maximize: bool = False,
         foreach: Any = None,
+        maximize: bool = False,
         capturable: bool = False,
         differentiable: bool = False,
         fused: Any = None,
+        decoupled_weight_decay: bool = False,
     ) -> None:
-        if lr < 0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if eps < 0:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        for i, b in enumerate(betas):
-            if not 0.0 <= b < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+        _check(lr, eps)
+        _check_betas(betas)
+        _check(lr, eps, weight_decay)
         super().__init__(
             params,
             dict(
@@ -218,6 +281,7 @@ class Adam(Optimizer):
                 capturable=capturable,
                 differentiable=differentiable,
                 fused=fused,
+                decoupled_weight_decay=decoupled_weight_decay,
             ),
         )
 
@@ -226,37 +290,337 @@ class Adam(Optimizer):
         loss = closure() if closure is not None else None
         for group in self.param_groups:
             lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
-            wd, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
+            wd, amsgrad = group["weight_decay"], group["amsgrad"]
             for p in self._params_with_grad(group):
                 x = p.data_
-                g = p._grad.data_
-                if maximize:
-                    g = -g
+                g = _grad(p, group["maximize"])
                 st = self.state.setdefault(id(p), {})
                 if not st:
-                    st["step"] = 0
+                    st["step"] = _new_step()
                     st["exp_avg"] = np.zeros_like(x)
                     st["exp_avg_sq"] = np.zeros_like(x)
                     if amsgrad:
                         st["max_exp_avg_sq"] = np.zeros_like(x)
-                st["step"] += 1
-                step = st["step"]
+                step = _count(st)
                 if wd != 0:
-                    g = g + _f(wd, x) * x
+                    if group["decoupled_weight_decay"]:
+                        x[...] = x * _f(1 - lr * wd, x)
+                    else:
+                        g = _add(g, x, wd)
                 m, v = st["exp_avg"], st["exp_avg_sq"]
-                m += _f(1 - b1, x) * (g - m)  # lerp towards g
-                v *= _f(b2, x)
-                v += _f(1 - b2, x) * (g * g)
-                bc1 = 1 - b1**step
-                bc2 = 1 - b2**step
-                step_size = lr / bc1
-                bc2_sqrt = math.sqrt(bc2)
+                m[...] = _lerp(m, g, 1 - b1)
+                v[...] = _addcmul(v * _f(b2, x), g, g, 1 - b2)
+                step_size = lr / (1 - b1**step)
+                bc2_sqrt = (1 - b2**step) ** 0.5
                 if amsgrad:
                     np.maximum(st["max_exp_avg_sq"], v, out=st["max_exp_avg_sq"])
-                    denom = _sqrt(st["max_exp_avg_sq"]) / _f(bc2_sqrt, x) + _f(eps, x)
+                    v = st["max_exp_avg_sq"]
+                denom = _sqrt(v) / _f(bc2_sqrt, x) + _f(eps, x)
+                x[...] = _addcdiv(x, m, denom, -step_size)
+                p._vc[0] += 1
+        return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (`p *= 1 - lr * weight_decay` first)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        *,
+        maximize: bool = False,
+        foreach: Any = None,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: Any = None,
+    ) -> None:
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )
+
+
+class Adamax(Optimizer):
+    """Adamax: Adam with the infinity norm."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        foreach: Any = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ) -> None:
+        _check(lr, eps)
+        _check_betas(betas)
+        _check(lr, eps, weight_decay)
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                foreach=foreach,
+                maximize=maximize,
+                differentiable=differentiable,
+                capturable=capturable,
+            ),
+        )
+
+    def step(self, closure: Any = None) -> Any:
+        """One Adamax update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                g = _grad(p, group["maximize"])
+                st = self.state.setdefault(id(p), {})
+                if not st:
+                    st["step"] = _new_step()
+                    st["exp_avg"] = np.zeros_like(x)
+                    st["exp_inf"] = np.zeros_like(x)
+                step = _count(st)
+                if wd != 0:
+                    g = _add(g, x, wd)
+                m, u = st["exp_avg"], st["exp_inf"]
+                m[...] = _lerp(m, g, 1 - b1)
+                np.maximum(u * _f(b2, x), np.abs(g) + _f(eps, x), out=u)
+                clr = lr / (1 - b1**step)
+                x[...] = _addcdiv(x, m, u, -clr)
+                p._vc[0] += 1
+        return loss
+
+
+class NAdam(Optimizer):
+    """NAdam: Adam with Nesterov momentum (momentum decay, optional decoupled decay)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 2e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum_decay: float = 4e-3,
+        decoupled_weight_decay: bool = False,
+        *,
+        foreach: Any = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _check(lr, eps)
+        _check_betas(betas)
+        _check(lr, eps, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                momentum_decay=momentum_decay,
+                decoupled_weight_decay=decoupled_weight_decay,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                differentiable=differentiable,
+            ),
+        )
+
+    def step(self, closure: Any = None) -> Any:
+        """One NAdam update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            md = group["momentum_decay"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                g = _grad(p, group["maximize"])
+                st = self.state.setdefault(id(p), {})
+                if not st:
+                    st["step"] = _new_step()
+                    st["mu_product"] = _step_dtype()(1.0)
+                    st["exp_avg"] = np.zeros_like(x)
+                    st["exp_avg_sq"] = np.zeros_like(x)
+                step = _count(st)
+                bc2 = 1 - b2**step
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        x[...] = x * _f(1 - lr * wd, x)
+                    else:
+                        g = _add(g, x, wd)
+                mu = b1 * (1.0 - 0.5 * (0.96 ** (step * md)))
+                mu_next = b1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * md)))
+                # mu_product is a tensor of the step's dtype: multiplied in that dtype
+                mp = st["mu_product"] = st["mu_product"] * _f(mu, st["mu_product"])
+                m, v = st["exp_avg"], st["exp_avg_sq"]
+                m[...] = _lerp(m, g, 1 - b1)
+                v[...] = _addcmul(v * _f(b2, x), g, g, 1 - b2)
+                denom = _sqrt(v / _f(bc2, x)) + _f(eps, x)
+                mp_next = float(mp) * mu_next
+                x[...] = _addcdiv(x, g, denom, -lr * (1.0 - mu) / (1.0 - float(mp)))
+                x[...] = _addcdiv(x, m, denom, (-lr * mu_next) / (1.0 - mp_next))
+                p._vc[0] += 1
+        return loss
+
+
+class RAdam(Optimizer):
+    """RAdam: Adam with the variance of the adaptive learning rate rectified."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        decoupled_weight_decay: bool = False,
+        *,
+        foreach: Any = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _check(lr, eps)
+        _check_betas(betas)
+        _check(lr, eps, weight_decay)
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                betas=betas,
+                eps=eps,
+                weight_decay=weight_decay,
+                maximize=maximize,
+                foreach=foreach,
+                capturable=capturable,
+                decoupled_weight_decay=decoupled_weight_decay,
+                differentiable=differentiable,
+            ),
+        )
+
+    def step(self, closure: Any = None) -> Any:
+        """One RAdam update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                g = _grad(p, group["maximize"])
+                st = self.state.setdefault(id(p), {})
+                if not st:
+                    st["step"] = _new_step()
+                    st["exp_avg"] = np.zeros_like(x)
+                    st["exp_avg_sq"] = np.zeros_like(x)
+                step = _count(st)
+                if wd != 0:
+                    if group["decoupled_weight_decay"]:
+                        x[...] = x * _f(1 - lr * wd, x)
+                    else:
+                        g = _add(g, x, wd)
+                m, v = st["exp_avg"], st["exp_avg_sq"]
+                m[...] = _lerp(m, g, 1 - b1)
+                v[...] = _addcmul(v * _f(b2, x), g, g, 1 - b2)
+                bc1 = 1 - b1**step
+                bc2 = 1 - b2**step
+                corrected = m / _f(bc1, x)
+                rho_inf = 2 / (1 - b2) - 1
+                rho_t = rho_inf - 2 * step * (b2**step) / bc2
+                if rho_t > 5.0:
+                    num = (rho_t - 4) * (rho_t - 2) * rho_inf
+                    rect = (num / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    # `scalar / tensor` is PyTorch's `reciprocal() * scalar`
+                    adaptive = np.reciprocal(_sqrt(v) + _f(eps, x)) * _f(bc2**0.5, x)
+                    update = corrected * _f(lr, x) * adaptive * _f(rect, x)
                 else:
-                    denom = _sqrt(v) / _f(bc2_sqrt, x) + _f(eps, x)
-                x += _f(-step_size, x) * (m / denom)
+                    update = corrected * _f(lr, x)
+                x[...] = _add(x, update, -1.0)
+                p._vc[0] += 1
+        return loss
+
+
+class Adadelta(Optimizer):
+    """Adadelta."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0,
+        foreach: Any = None,
+        *,
+        capturable: bool = False,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        _check(lr, eps, weight_decay)
+        super().__init__(
+            params,
+            dict(
+                lr=lr,
+                rho=rho,
+                eps=eps,
+                weight_decay=weight_decay,
+                maximize=maximize,
+                capturable=capturable,
+                foreach=foreach,
+                differentiable=differentiable,
+            ),
+        )
+
+    def step(self, closure: Any = None) -> Any:
+        """One Adadelta update of every parameter that has a gradient."""
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
+            for p in self._params_with_grad(group):
+                x = p.data_
+                st = self.state.setdefault(id(p), {})
+                if not st:
+                    st["step"] = _new_step()
+                    st["square_avg"] = np.zeros_like(x)
+                    st["acc_delta"] = np.zeros_like(x)
+                _count(st)
+                g = _grad(p, group["maximize"])
+                if wd != 0:
+                    g = _add(g, x, wd)
+                sq, acc = st["square_avg"], st["acc_delta"]
+                sq[...] = _addcmul(sq * _f(rho, x), g, g, 1 - rho)
+                std = _sqrt(sq + _f(eps, x))
+                delta = _sqrt(acc + _f(eps, x)) / std * g
+                acc[...] = _addcmul(acc * _f(rho, x), delta, delta, 1 - rho)
+                x[...] = _add(x, delta, -lr)
                 p._vc[0] += 1
         return loss
 
@@ -312,37 +676,33 @@ class RMSprop(Optimizer):
             wd, mom, centered = group["weight_decay"], group["momentum"], group["centered"]
             for p in self._params_with_grad(group):
                 x = p.data_
-                g = p._grad.data_
-                if group["maximize"]:
-                    g = -g
                 st = self.state.setdefault(id(p), {})
                 if not st:
-                    st["step"] = 0
+                    st["step"] = _new_step()
                     st["square_avg"] = np.zeros_like(x)
                     if mom > 0:
                         st["momentum_buffer"] = np.zeros_like(x)
                     if centered:
                         st["grad_avg"] = np.zeros_like(x)
-                st["step"] += 1
+                g = _grad(p, group["maximize"])
+                _count(st)
                 if wd != 0:
-                    g = g + _f(wd, x) * x
+                    g = _add(g, x, wd)
                 sq = st["square_avg"]
-                sq *= _f(alpha, x)
-                sq += _f(1 - alpha, x) * g * g  # addcmul_: value * t1 * t2
+                sq[...] = _addcmul(sq * _f(alpha, x), g, g, 1 - alpha)
                 if centered:
                     ga = st["grad_avg"]
-                    ga += _f(1 - alpha, x) * (g - ga)  # lerp_
-                    avg = _sqrt(sq + _f(-1, x) * ga * ga)
+                    ga[...] = _lerp(ga, g, 1 - alpha)
+                    avg = _sqrt(_addcmul(sq, ga, ga, -1))
                 else:
                     avg = _sqrt(sq)
                 avg = avg + _f(eps, x)
                 if mom > 0:
                     buf = st["momentum_buffer"]
-                    buf *= _f(mom, x)
-                    buf += g / avg  # addcdiv_ with value 1
-                    x += _f(-lr, x) * buf
+                    buf[...] = _addcdiv(buf * _f(mom, x), g, avg, 1)
+                    x[...] = _add(x, buf, -lr)
                 else:
-                    x += _f(-lr, x) * g / avg  # addcdiv_: value * t1 / t2
+                    x[...] = _addcdiv(x, g, avg, -lr)
                 p._vc[0] += 1
         return loss
 
@@ -394,7 +754,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             for p in group["params"]:
                 self.state[id(p)] = {
-                    "step": 0,
+                    "step": _new_step(),
                     "sum": np.full_like(p.data_, group["initial_accumulator_value"]),
                 }
 
@@ -406,16 +766,14 @@ class Adagrad(Optimizer):
             wd = group["weight_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
-                g = p._grad.data_
-                if group["maximize"]:
-                    g = -g
                 st = self.state[id(p)]
-                st["step"] += 1
+                step = _count(st)
+                g = _grad(p, group["maximize"])
                 if wd != 0:
-                    g = g + _f(wd, x) * x
-                clr = lr / (1 + (st["step"] - 1) * lr_decay)
-                st["sum"] += g * g  # addcmul_ with value 1
+                    g = _add(g, x, wd)
+                clr = lr / (1 + (step - 1) * lr_decay)
+                st["sum"][...] = _addcmul(st["sum"], g, g, 1)
                 std = _sqrt(st["sum"]) + _f(eps, x)
-                x += _f(-clr, x) * g / std  # addcdiv_: value * t1 / t2
+                x[...] = _addcdiv(x, g, std, -clr)
                 p._vc[0] += 1
         return loss

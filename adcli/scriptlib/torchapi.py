@@ -411,6 +411,11 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     optim_ = {
         "SGD": optim.SGD,
         "Adam": optim.Adam,
+        "AdamW": optim.AdamW,
+        "Adamax": optim.Adamax,
+        "NAdam": optim.NAdam,
+        "RAdam": optim.RAdam,
+        "Adadelta": optim.Adadelta,
         "RMSprop": optim.RMSprop,
         "Adagrad": optim.Adagrad,
     }
