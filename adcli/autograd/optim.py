@@ -42,7 +42,9 @@ def _sqrt(x: np.ndarray) -> np.ndarray:
 class Optimizer:
     """Holds parameter groups; `zero_grad()` and `step()`."""
 
-    __ad_attrs__ = frozenset({"zero_grad", "step", "param_groups", "state"})
+    __ad_attrs__ = frozenset(
+        {"zero_grad", "step", "param_groups", "state", "state_dict", "defaults"}
+    )
     defaults: dict[str, Any] = {}
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
@@ -56,9 +58,11 @@ class Optimizer:
             raise ValueError("optimizer got an empty parameter list")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         self.param_groups: list[dict[str, Any]] = []
+        self.defaults = defaults
         for g in groups:
-            group = dict(defaults)
-            group.update(g)
+            group = dict(g)  # PyTorch's key order: the group's own, then the defaults
+            for k, v in defaults.items():
+                group.setdefault(k, v)
             ps = group["params"]
             # a group's "params" may be one tensor (d2l's weight-decay groups)
             group["params"] = [ps] if isinstance(ps, Tensor) else list(ps)
@@ -73,7 +77,39 @@ class Optimizer:
             if len({id(p) for p in group["params"]}) != len(group["params"]):
                 config.warn(DUPLICATE_WARNING)
             self.param_groups.append(group)
-        self.state: dict[int, dict[str, Any]] = {}
+        # per parameter (by id): NumPy arrays, and the step counters as NumPy scalars
+        self._state: dict[int, dict[str, Any]] = {}
+
+    @property
+    def state(self) -> dict[Tensor, dict[str, Any]]:
+        """`optimizer.state`: each parameter's buffers as tensors (sharing the memory the
+        optimizer updates), keyed by the parameter, in the order they were created."""
+        by_id = {id(p): p for g in self.param_groups for p in g["params"]}
+        return {
+            by_id[i]: {k: Tensor._make(v) for k, v in st.items()}
+            for i, st in self._state.items()
+            if i in by_id
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """`optimizer.state_dict()`: the state keyed by each parameter's index (counted
+        over the groups in order), and the groups with `params` as those indices."""
+        index: dict[int, int] = {}
+        groups = []
+        start = 0
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            for i, p in enumerate(g["params"], start):  # a repeated parameter keeps its first
+                index.setdefault(id(p), i)
+            packed["params"] = [index[id(p)] for p in g["params"]]
+            start += len(packed["params"])
+            groups.append(packed)
+        state = {
+            index[i]: {k: Tensor._make(v) for k, v in st.items()}
+            for i, st in self._state.items()
+            if i in index
+        }
+        return {"state": state, "param_groups": groups}
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's gradient (to None by default, as PyTorch 2)."""
@@ -200,7 +236,7 @@ class SGD(Optimizer):
             params = self._params_with_grad(group)
             # the buffers are read for the whole group first and stored after, as
             # PyTorch does (a parameter listed twice starts both times afresh at step 1)
-            bufs = [self.state.get(id(p), {}).get("momentum_buffer") for p in params]
+            bufs = [self._state.get(id(p), {}).get("momentum_buffer") for p in params]
             for i, p in enumerate(params):
                 x = p.data_
                 d = p._grad.data_
@@ -222,7 +258,7 @@ class SGD(Optimizer):
                 p._vc[0] += 1
             if mom != 0:
                 for p, buf in zip(params, bufs, strict=True):
-                    self.state.setdefault(id(p), {})["momentum_buffer"] = buf
+                    self._state.setdefault(id(p), {})["momentum_buffer"] = buf
         return loss
 
 
@@ -294,7 +330,7 @@ class Adam(Optimizer):
             for p in self._params_with_grad(group):
                 x = p.data_
                 g = _grad(p, group["maximize"])
-                st = self.state.setdefault(id(p), {})
+                st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
                     st["exp_avg"] = np.zeros_like(x)
@@ -396,7 +432,7 @@ class Adamax(Optimizer):
             for p in self._params_with_grad(group):
                 x = p.data_
                 g = _grad(p, group["maximize"])
-                st = self.state.setdefault(id(p), {})
+                st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
                     st["exp_avg"] = np.zeros_like(x)
@@ -461,7 +497,7 @@ class NAdam(Optimizer):
             for p in self._params_with_grad(group):
                 x = p.data_
                 g = _grad(p, group["maximize"])
-                st = self.state.setdefault(id(p), {})
+                st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
                     st["mu_product"] = _step_dtype()(1.0)
@@ -532,7 +568,7 @@ class RAdam(Optimizer):
             for p in self._params_with_grad(group):
                 x = p.data_
                 g = _grad(p, group["maximize"])
-                st = self.state.setdefault(id(p), {})
+                st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
                     st["exp_avg"] = np.zeros_like(x)
@@ -606,7 +642,7 @@ class Adadelta(Optimizer):
             lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
-                st = self.state.setdefault(id(p), {})
+                st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
                     st["square_avg"] = np.zeros_like(x)
@@ -676,7 +712,7 @@ class RMSprop(Optimizer):
             wd, mom, centered = group["weight_decay"], group["momentum"], group["centered"]
             for p in self._params_with_grad(group):
                 x = p.data_
-                st = self.state.setdefault(id(p), {})
+                st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
                     st["square_avg"] = np.zeros_like(x)
@@ -753,7 +789,7 @@ class Adagrad(Optimizer):
         # PyTorch fills the state at construction (sum = initial_accumulator_value)
         for group in self.param_groups:
             for p in group["params"]:
-                self.state[id(p)] = {
+                self._state[id(p)] = {
                     "step": _new_step(),
                     "sum": np.full_like(p.data_, group["initial_accumulator_value"]),
                 }
@@ -766,7 +802,7 @@ class Adagrad(Optimizer):
             wd = group["weight_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
-                st = self.state[id(p)]
+                st = self._state[id(p)]
                 step = _count(st)
                 g = _grad(p, group["maximize"])
                 if wd != 0:
