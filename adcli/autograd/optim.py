@@ -46,6 +46,19 @@ class Optimizer:
         {"zero_grad", "step", "param_groups", "state", "state_dict", "defaults"}
     )
     defaults: dict[str, Any] = {}
+    _opt_called = False  # has step() run (a scheduler's warning asks)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None:
+
+            def counted(self: Optimizer, closure: Any = None) -> Any:
+                self._opt_called = True
+                return step(self, closure)
+
+            counted.__doc__ = step.__doc__
+            cls.step = counted  # type: ignore[method-assign]
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         if isinstance(params, Tensor):

@@ -19,6 +19,7 @@ from adcli.autograd import (
     functional,
     grad_mode,
     graph,
+    lr_scheduler,
     ops,
     optim,
     signatures,
@@ -418,6 +419,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         "Adadelta": optim.Adadelta,
         "RMSprop": optim.RMSprop,
         "Adagrad": optim.Adagrad,
+        "lr_scheduler": "module:torch.optim.lr_scheduler",
     }
     linalg = {"norm": _linalg_norm, "vector_norm": _vector_norm}
     math_ = {
@@ -436,6 +438,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         "torch.autograd.graph": autograd_graph,
         "torch.autograd.function": autograd_function,
         "torch.optim": optim_,
+        "torch.optim.lr_scheduler": lr_scheduler.module_members(),
         "torch.linalg": linalg,
         "math": math_,
     }
