@@ -353,8 +353,9 @@ class Pow(Function):
 
 
 def _pow_scalar(x: np.ndarray, e: Any) -> np.ndarray:
-    """x ** e as PyTorch's kernel computes it: products for 2, 3 and -2, sqrt for 0.5,
-    1 / sqrt for -0.5, 1 / x for -1 (so (-0.) ** -0.5 is -inf, as 1 / -0.)."""
+    """x ** e as PyTorch's kernel computes it: products for 2, 3 and -2, its sqrt
+    kernel for 0.5 (MKL's, where PyTorch's is), 1 / sqrt for -0.5, 1 / x for -1 (so
+    (-0.) ** -0.5 is -inf, as 1 / -0.), otherwise its vectorized pow loop."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if x.dtype.kind == "f":
             one = x.dtype.type(1)
@@ -362,21 +363,29 @@ def _pow_scalar(x: np.ndarray, e: Any) -> np.ndarray:
                 2: lambda: x * x,
                 3: lambda: x * x * x,
                 -2: lambda: one / (x * x),
-                0.5: lambda: np.sqrt(x),
+                0.5: lambda: _sqrt(x),
                 -0.5: lambda: one / np.sqrt(x),
                 -1: lambda: one / x,
             }.get(e)
             if special is not None and not isinstance(e, bool):
                 return special()
-        if x.dtype == np.float32:  # nearest PyTorch's powf: in float64, rounded once
-            return _powf(x, np.asarray(e, np.float32))
+            if x.dtype in (np.float32, np.float64) and x.size:
+                return kernels32.pow_float(x, e)
         return np.power(x, np.asarray(e, x.dtype))
 
 
-def _powf(x: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """float32 x ** e computed in float64 and rounded once (NumPy's float32 power is
-    off PyTorch's in the last bit for about a fifth of the values, this for 2%)."""
-    return np.power(x.astype(np.float64), e.astype(np.float64)).astype(np.float32)
+def _sqrt(x: np.ndarray) -> np.ndarray:
+    r = mkl.vml("sqrt", x)
+    return np.sqrt(x) if r is None else r
+
+
+def _pow_arrays(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """x ** e for arrays of one dtype, through PyTorch's vectorized pow loop where
+    the dtype is float32 or float64."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if x.dtype in (np.float32, np.float64) and x.size and e.size:
+            return kernels32.pow_float(x, e)
+        return np.power(x, e)
 
 
 class PowTensor(Function):
@@ -387,9 +396,7 @@ class PowTensor(Function):
     def forward(ctx, a, b, dtype):
         ctx.save_output(a, b)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if dtype == np.float32:
-                return _powf(_d(a, dtype), _d(b, dtype))
-            return np.power(_d(a, dtype), _d(b, dtype))
+            return _pow_arrays(_d(a, dtype), _d(b, dtype))
 
     def backward(ctx, g):
         # PyTorch's pow_backward_self / pow_backward_exponent
@@ -418,21 +425,25 @@ class PowScalarBase(Function):
         ctx.base = base
         ctx.save_output(b)  # PyTorch saves the exponent too (version-checked)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if dtype == np.float32:
-                return _powf(np.asarray(base, dtype), _d(b, dtype))
-            return np.power(np.asarray(base, dtype), _d(b, dtype))
+            return _pow_arrays(np.asarray(base, dtype), _d(b, dtype))
 
     def backward(ctx, g):
         _, result = ctx.saved_tensors
         if ctx.base == 0:
             return (ops.where(result == 0, 0.0, g * result * float("-inf")),)
-        return (g * result * float(np.log(ctx.base)),)
+        # PyTorch: grad * (result * log(base)), the log taken in double
+        return (g * (result * _log_number(ctx.base)),)
 
     def jvp(ctx, ts, xs, r):
         t = ts[0]
         if ctx.base == 0:
             return ops.where(r == 0, 0.0, t * r * float("-inf"))
-        return t * r * float(np.log(ctx.base))
+        return t * (r * _log_number(ctx.base))
+
+
+def _log_number(v: Any) -> float:
+    """log of a real number as C's log (NaN below 0)."""
+    return math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
 
 
 class Neg(Function):

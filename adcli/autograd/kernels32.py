@@ -15,7 +15,10 @@ and its scalar tail (the C library's `expf`): `sigmoid` and `silu` model both.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -261,3 +264,274 @@ def log_softmax_lastdim(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         d = x - np.max(x, axis=-1, keepdims=True)
         return d - rounded(np.log, _lanes_sum(sleef_expf(d)))[..., np.newaxis]
+
+
+# --- pow --------------------------------------------------------------------------
+#
+# PyTorch's CPU pow (aten/src/ATen/native/cpu/PowKernel.cpp) in float32 and float64:
+# exponents 0.5, -0.5 and -1 go to its sqrt, rsqrt and reciprocal kernels, 2, 3 and
+# -2 to products; any other exponent, and a tensor exponent, to a vectorized loop
+# whose SIMD body calls SLEEF's `pow_u10` and whose scalar tail calls the C library:
+# `pow(double, double)` for a number exponent (held as a double, so 3.7 is not the
+# float32 3.7 the SIMD body uses), `powf` for a float32 tensor exponent.
+
+
+def cpu_capability() -> str:
+    """The instruction set PyTorch's CPU kernels take here, as it decides: the
+    ATEN_CPU_CAPABILITY variable, else AVX512 where the CPU has AVX512 F, BW, DQ and
+    VL, else AVX2 where it has AVX2 and FMA, else DEFAULT (no SIMD)."""
+    return _capability()
+
+
+@functools.cache
+def _capability() -> str:
+    env = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().upper()
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:  # not Linux: assume what x86 machines have had since 2013
+        flags = {"avx2", "fma"}
+    best = "DEFAULT"
+    if {"avx2", "fma"} <= flags:
+        best = "AVX2"
+        if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+            best = "AVX512"
+    order = ("DEFAULT", "AVX2", "AVX512")
+    if env in order and order.index(env) <= order.index(best):
+        return env
+    return best
+
+
+def loop_mask(shape: tuple[int, ...], operands: list[np.ndarray], block: int) -> np.ndarray | bool:
+    """True where PyTorch's `cpu_kernel_vec` loop computes an element of a result of
+    `shape` in its SIMD body, False in its scalar tail or element-by-element loop;
+    `block` is the two vectors it takes per step. The loop runs over the innermost
+    dimension (all the dimensions, where every operand is contiguous or a single
+    number), vectorized when each operand steps one element at a time or stays on
+    one number; from GRAIN elements PyTorch splits the work between threads first,
+    and each thread's share of a row has its own tail."""
+    n = int(np.prod(shape))
+    if n == 0:
+        return False
+
+    def dense(flag: str) -> bool:
+        return all(o.size == 1 or (o.shape == tuple(shape) and o.flags[flag]) for o in operands)
+
+    order_f = False
+    if dense("C_CONTIGUOUS"):
+        row = n
+    elif len(shape) > 1 and dense("F_CONTIGUOUS"):
+        row, order_f = n, True  # dense in memory, read in memory order (a transpose)
+    else:
+        row = shape[-1]
+        inner = [np.broadcast_to(o, shape).strides[-1] // o.itemsize for o in operands]
+        if any(s not in (0, 1) for s in inner) or inner.count(0) > 1:
+            return False  # element by element
+    if order_f:
+        shape_m = tuple(reversed(shape))
+    else:
+        shape_m = tuple(shape)
+    idx = np.arange(n)
+    start, end = idx - idx % row, idx - idx % row + row
+    nthreads = threads()
+    if n >= GRAIN and nthreads > 1:
+        used = min(nthreads, -(-n // GRAIN))
+        size = -(-n // used)
+        start = np.maximum(start, idx - idx % size)
+        end = np.minimum(end, idx - idx % size + size)
+    end = np.minimum(end, n)
+    length = end - start
+    mask = (idx - start < length - length % block).reshape(shape_m)
+    return mask.T if order_f else mask
+
+
+def _fma32(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c for float32 operands, the product exact in float64 and the sum rounded
+    in float64 then to float32 (rounded twice only when the float64 sum falls exactly
+    halfway between two float32 numbers: about once in 2**29)."""
+    return (a.astype(np.float64) * b + c).astype(_F32)
+
+
+def _two_prod_lo(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """a * b - s for s = a * b rounded to float32: exact (SLEEF's fmapn)."""
+    return (a.astype(np.float64) * b - s).astype(_F32)
+
+
+# SLEEF's double-float operations (df.h, the FMA variants): a value is a pair (hi, lo)
+def _df_mul(xh, xl, yh, yl):  # noqa: ANN001, ANN202 - float32 arrays
+    s = xh * yh
+    return s, _fma32(xh, yl, _fma32(xl, yh, _two_prod_lo(xh, yh, s)))
+
+
+def _df_mul1(xh, xl, y):  # noqa: ANN001, ANN202
+    s = xh * y
+    return s, _fma32(xl, y, _two_prod_lo(xh, y, s))
+
+
+def _df_squ(xh, xl):  # noqa: ANN001, ANN202
+    s = xh * xh
+    return s, _fma32(xh + xh, xl, _two_prod_lo(xh, xh, s))
+
+
+def _df_add(xh, xl, yh, yl):  # noqa: ANN001, ANN202 - dfadd: |x| >= |y|
+    s = xh + yh
+    return s, (((xh - s) + yh) + xl) + yl
+
+
+def _df_add2(xh, xl, yh, yl):  # noqa: ANN001, ANN202 - dfadd2: any order
+    s = xh + yh
+    v = s - xh
+    return s, ((xh - (s - v)) + (yh - v)) + (xl + yl)
+
+
+def _df_add2_1(xh, xl, y):  # noqa: ANN001, ANN202
+    s = xh + y
+    v = s - xh
+    return s, ((xh - (s - v)) + (y - v)) + xl
+
+
+def _df_div(nh, nl, dh, dl):  # noqa: ANN001, ANN202
+    t = _F32(1) / dh
+    s = nh * t
+    u = _two_prod_lo(t, nh, s)
+    v = _fma32(-dl, t, _fma32(-dh, t, np.ones_like(dh)))
+    return s, _fma32(s, v, _fma32(nl, t, u))
+
+
+def _logkf(d: np.ndarray):  # noqa: ANN202
+    """log(d) for d >= 0 as a double-float: SLEEF's logkf (d = m * 2**e, m in
+    [0.75, 1.5), log m by the series of atanh((m - 1) / (m + 1)))."""
+    frac, ex = np.frexp(d)
+    low = frac < _F32(0.75)
+    m = np.where(low, frac * _F32(2), frac)
+    e = (ex - low).astype(_F32)
+    one = np.ones_like(m)
+    xh, xl = _df_div(*_df_add2(-one, 0 * m, m, 0 * m), *_df_add2(one, 0 * m, m, 0 * m))
+    x2h, x2l = _df_squ(xh, xl)
+    t = _fma32(_F32(0.240320354700088500976562) * one, x2h, _F32(0.285112679004669189453125))
+    t = _fma32(t, x2h, _F32(0.400007992982864379882812))
+    sh, sl = _df_mul1(_F32(0.69314718246459960938) * one, _F32(-1.904654323148236017e-09) * one, e)
+    sh, sl = _df_add(sh, sl, xh * _F32(2), xl * _F32(2))
+    ch, cl = _df_add2(
+        *_df_mul1(x2h, x2l, t),
+        _F32(0.66666662693023681640625) * one,
+        _F32(3.69183861259614332084311e-09) * one,
+    )
+    return _df_add(sh, sl, *_df_mul(*_df_mul(x2h, x2l, xh, xl), ch, cl))
+
+
+def _rint_i32(u: np.ndarray) -> np.ndarray:
+    """Nearest integer, ties to even, as the SIMD conversion gives it: NaN and values
+    beyond int32 become -2**31."""
+    ok = np.abs(u) < _F32(2147483648.0)
+    return np.where(ok, np.rint(np.where(ok, u, 0)), -(2**31)).astype(np.int32)
+
+
+def _sleef_ldexp(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """x * 2**q as SLEEF's vldexp: four multiplications by 2**m and one by 2**(q - 4m),
+    in int32 arithmetic that wraps as the vector registers do."""
+    m = q >> 31
+    m = (((m + q) >> 6) - m) << 4
+    q = q - (m << 2)
+    m = np.clip(m + 127, 0, 255).astype(np.int32)
+    u = (m << 23).view(_F32)
+    x = x * u * u * u * u
+    return x * ((q + 127) << 23).astype(np.int32).view(_F32)
+
+
+_EXPK_POLY = tuple(
+    _F32(c)
+    for c in (
+        0.00836596917361021041870117,
+        0.0416710823774337768554688,
+        0.166665524244308471679688,
+        0.499999850988388061523438,
+    )
+)
+
+
+def _expkf(dh: np.ndarray, dl: np.ndarray) -> np.ndarray:
+    """exp of the double-float (dh, dl): SLEEF's expkf."""
+    q = _rint_i32((dh + dl) * _LOG2E)
+    qf = q.astype(_F32)
+    sh, sl = _df_add2_1(dh, dl, qf * -_LN2_HI)
+    sh, sl = _df_add2_1(sh, sl, qf * -_LN2_LO)
+    sh, sl = sh + sl, (sh - (sh + sl)) + sl  # normalized
+    u = np.full_like(sh, 0.00136324646882712841033936)
+    for c in _EXPK_POLY:
+        u = _fma32(u, sh, c)
+    th, tl = _df_add(sh, sl, *_df_mul1(*_df_squ(sh, sl), u))
+    s = _F32(1) + th
+    u = _sleef_ldexp(s + (((_F32(1) - s) + th) + tl), q)
+    return np.where(dh < -104, _F32(0), u)
+
+
+def sleef_powf(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x ** y for float32 x, y (broadcast) as SLEEF's `powf_u10` (PyTorch's
+    `Vectorized<float>::pow`): exp(y * log|x|) in double-float arithmetic, the sign
+    from an odd integer y, then IEEE's special cases."""
+    x, y = np.broadcast_arrays(np.asarray(x, _F32), np.asarray(y, _F32))
+    one, inf, nan = _F32(1), _F32(np.inf), _F32(np.nan)
+    with np.errstate(all="ignore"):
+        ay = np.abs(y)
+        small = ay < _F32(1 << 24)
+        yisint = (np.trunc(y) == y) | ~small
+        yisodd = (np.where(small, np.trunc(y), 0).astype(np.int32) & 1 == 1) & yisint & small
+        ax = np.abs(x)
+        r = _expkf(*_df_mul1(*_logkf(ax), y))
+        r = np.where(np.isnan(r), inf, r)
+        r = r * np.where(x > 0, one, np.where(yisint, np.where(yisodd, -one, one), nan))
+        efx = np.where(np.signbit(y), one - ax, ax - one)
+        r = np.where(np.isinf(y), np.where(efx < 0, 0, np.where(efx == 0, one, inf)), r)
+        z = np.where(np.signbit(y) ^ (x == 0), _F32(0), inf)
+        z = np.where(np.signbit(np.where(yisodd, x, one)), -z, z)
+        r = np.where(np.isinf(x) | (x == 0), z, r)
+        r = np.where(np.isnan(x) | np.isnan(y), nan, r)
+        r = np.where((y == 0) | (x == 1), one, r)
+    return r.astype(_F32, copy=False)
+
+
+def _each(fn: Callable[[Any, Any], Any], x: np.ndarray, y: np.ndarray, dtype: type) -> np.ndarray:
+    """fn(x[i], y[i]) for 1-D x and y, one element at a time."""
+    with np.errstate(all="ignore"):
+        return np.fromiter(map(fn, x, y), dtype, count=x.size)
+
+
+def _pow(a: Any, b: Any) -> Any:
+    return a**b
+
+
+def pow_float(x: np.ndarray, e: Any) -> np.ndarray:
+    """x ** e as PyTorch's vectorized pow loop computes it, for a float32 or float64 x
+    and e a Python number or an array of x's dtype broadcasting with it (not the
+    special exponents, which callers take first). Float32: SLEEF in the SIMD body;
+    in the tail, the C library's pow(double, double) for a number exponent (NumPy's
+    float64 scalar power), its powf for an array. Float64: the C library's pow for
+    every element (PyTorch's SIMD body is SLEEF's double `pow_u10`, not reproduced:
+    measured ... )."""
+    number = not isinstance(e, np.ndarray)
+    ex = np.asarray(e, np.float64 if number else e.dtype)
+    shape = np.broadcast_shapes(x.shape, ex.shape)
+    if x.dtype == np.float64:
+        xb, eb = np.broadcast_arrays(x, ex)
+        return _each(_pow, xb.ravel(), eb.ravel(), np.float64).reshape(shape)
+    e32 = ex.astype(_F32)
+    cap = cpu_capability()
+    mask: np.ndarray | bool = False
+    if cap != "DEFAULT":
+        block = 2 * (16 if cap == "AVX512" else 8)
+        mask = loop_mask(shape, [x] if number else [x, e32], block)
+    out = sleef_powf(x, e32) if mask is not False else np.empty(shape, _F32)
+    tail = ~np.broadcast_to(mask, shape)
+    if np.any(tail):
+        xb, eb = np.broadcast_arrays(x, ex if number else e32)
+        xt, et = xb[tail], eb[tail]
+        if number:  # std::pow(float, double): in double, rounded to float
+            out[tail] = _each(_pow, xt.astype(np.float64), et, np.float64).astype(_F32)
+        else:
+            out[tail] = _each(_pow, xt, et, _F32)
+    return out
