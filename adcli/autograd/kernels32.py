@@ -511,8 +511,9 @@ def pow_float(x: np.ndarray, e: Any) -> np.ndarray:
     special exponents, which callers take first). Float32: SLEEF in the SIMD body;
     in the tail, the C library's pow(double, double) for a number exponent (NumPy's
     float64 scalar power), its powf for an array. Float64: the C library's pow for
-    every element (PyTorch's SIMD body is SLEEF's double `pow_u10`, not reproduced:
-    measured ... )."""
+    every element: its tail's, and near its SIMD body's (SLEEF's double `pow_u10`,
+    not reproduced: it needs a float64 fused multiply-add), measured 1.5-1.9% of
+    elements off PyTorch's, against 5.5-6.7% for NumPy's float64 power)."""
     number = not isinstance(e, np.ndarray)
     ex = np.asarray(e, np.float64 if number else e.dtype)
     shape = np.broadcast_shapes(x.shape, ex.shape)
@@ -521,11 +522,16 @@ def pow_float(x: np.ndarray, e: Any) -> np.ndarray:
         return _each(_pow, xb.ravel(), eb.ravel(), np.float64).reshape(shape)
     e32 = ex.astype(_F32)
     cap = cpu_capability()
-    mask: np.ndarray | bool = False
-    if cap != "DEFAULT":
-        block = 2 * (16 if cap == "AVX512" else 8)
-        mask = loop_mask(shape, [x] if number else [x, e32], block)
-    out = sleef_powf(x, e32) if mask is not False else np.empty(shape, _F32)
+    # DEFAULT: PyTorch's plain Vectorized (8 floats) calls powf lane by lane
+    block = 2 * (16 if cap == "AVX512" else 8)
+    mask = loop_mask(shape, [x] if number else [x, e32], block)
+    if mask is False:
+        out = np.empty(shape, _F32)
+    elif cap == "DEFAULT":
+        xb, eb = np.broadcast_arrays(x, e32)
+        out = _each(_pow, xb.ravel(), eb.ravel(), _F32).reshape(shape)
+    else:
+        out = sleef_powf(x, e32)
     tail = ~np.broadcast_to(mask, shape)
     if np.any(tail):
         xb, eb = np.broadcast_arrays(x, ex if number else e32)
