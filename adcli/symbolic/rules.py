@@ -734,7 +734,40 @@ def _transpose(c: RuleCtx) -> Any:
 def _t(c: RuleCtx) -> Any:
     if _scalar_like(c, c.a):
         return c.a
-    return c.op(lambda t: f"{t[0]}.T", method=True)
+    return _transposed(c, c.a, c.shape_of(0))
+
+
+def _transposed(c: RuleCtx, x: Any, shape: Shape) -> Any:
+    """x.T, with (y.T).T = y and (A @ B).T = B.T @ A.T: a gradient computed in
+    PyTorch's transposed order (nn.Linear's weight) prints as the textbook one."""
+    if isinstance(x, sym.Op) and len(shape) == 2:
+        key, spec = sym.spec_key(x), sym.spec_of(x)
+        if key is not None and key[0] == ("transpose2d",):
+            return x.args[1]
+        if key is not None and key[0] == ("matmul",):
+            (sa, sb), (a, b) = spec.in_shapes, x.args[1:]
+            if sa is not None and sb is not None and len(sa) == len(sb) == 2:
+                bt, at = _transposed(c, b, sb), _transposed(c, a, sa)
+                return c.op(
+                    lambda t: f"{t[0]} @ {t[1]}",
+                    [bt, at],
+                    infix=True,
+                    evaluate=_matmul_eval,
+                    in_shapes=[sb[::-1], sa[::-1]],
+                    out_shape=shape[::-1],
+                    key=("matmul",),
+                    name="matmul",
+                )
+    return c.op(
+        lambda t: f"{t[0]}.T",
+        [x],
+        method=True,
+        evaluate=lambda v: np.transpose(v[0]),
+        in_shapes=[shape],
+        out_shape=tuple(shape)[::-1],
+        key=("transpose2d",),
+        name="t",
+    )
 
 
 @rule("Permute")
