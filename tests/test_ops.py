@@ -42,6 +42,10 @@ class AdcliNamespace:
     bool = T.dtypes.bool_
 
     def __getattr__(self, item: str) -> Any:
+        if item in ("normal", "Generator"):  # the script library's (adcli/scriptlib)
+            from adcli.scriptlib.torchapi import module_table
+
+            return module_table()["torch"][item]
         return getattr(T, item)
 
 
@@ -178,6 +182,25 @@ CASES: list[Case] = [
         lambda m, x, w: x.div(w, rounding_mode="trunc"),
         (S(2, 3), S(3, domain="nonzero")),
         ("DivRounding",),
+    ),
+    # a sample's gradient to mean and std is zero, as PyTorch defines it
+    Case(
+        "normal_mean",
+        lambda m, x: m.normal(x, 1.0, generator=m.Generator().manual_seed(0)),
+        (S(4),),
+        ("Normal",),
+    ),
+    Case(
+        "normal_std",
+        lambda m, s: m.normal(0.5, s.abs(), generator=m.Generator().manual_seed(1)),
+        (S(2, 3),),
+        ("NormalStd",),
+    ),
+    Case(
+        "normal_both",
+        lambda m, x, s: m.normal(x, s.abs(), generator=m.Generator().manual_seed(2)),
+        (S(2, 1), S(3)),
+        ("NormalBoth",),
     ),
     Case("floordiv", lambda m, x: x // 0.7, (S(4),), ("NotImplementedOp",)),
     Case("rfloordiv", lambda m, x, w: 3.0 // x + m.floor_divide(w, x), (S(3), S(3)), ()),
@@ -882,6 +905,10 @@ def test_table_covers_the_registry() -> None:
 # Cases whose points are kinks or ties (a subgradient, not a derivative, is the
 # answer there) or that raise by design: the torch comparison checks them.
 NO_FD = {
+    # finite differences see the sample move with mean; PyTorch's gradient is zero
+    "normal_mean",
+    "normal_std",
+    "normal_both",
     "maximum_ties",
     "minimum_ties",
     "abs_at_0",
@@ -907,7 +934,8 @@ NO_FD = {
     "embedding_padding",  # the padding row gets no gradient by design, as in PyTorch
 }
 # Functions whose backward raises by design (PyTorch's NotImplemented grad_fn)
-NO_DERIVATIVE = {"NotImplementedOp"}
+# NotImplementedOp raises; a normal sample's gradient is zero by PyTorch's definition
+NO_DERIVATIVE = {"NotImplementedOp", "Normal", "NormalStd", "NormalBoth"}
 # dtype-changing cases: float32 rounding needs a larger step
 LOOSE = {"to_float64", "double", "to_float32", "to_same"}
 

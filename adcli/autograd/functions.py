@@ -3553,6 +3553,34 @@ class CopyFrom(Function):
         return _zeros_like(r) if ts_ is None else ops.expand(ts_, r.data_.shape)
 
 
+class Normal(Function):
+    """`torch.normal(mean, std)` with a tensor mean (a sample: zero gradient, as PyTorch's)"""
+
+    grad_fn_name = "NormalBackward1"
+
+    def forward(ctx, *tensors, sample):
+        ctx.shapes = [t.data_.shape for t in tensors]
+        return sample
+
+    def backward(ctx, g):
+        return tuple(Tensor._make(np.zeros(shape, g.data_.dtype)) for shape in ctx.shapes)
+
+    def jvp(ctx, ts, xs, r):
+        return _zeros_like(r)
+
+
+class NormalStd(Normal):
+    """`torch.normal(mean, std)` with a number mean and a tensor std"""
+
+    grad_fn_name = "NormalBackward2"
+
+
+class NormalBoth(Normal):
+    """`torch.normal(mean, std)` with tensors for both"""
+
+    grad_fn_name = "NormalBackward3"
+
+
 def _all_functions() -> dict[str, type[Function]]:
     """Every registered operation row, by class name (for tests and docs)."""
     return dict(Function.registry)

@@ -24,6 +24,7 @@ from adcli.autograd import (
     optim,
     signatures,
 )
+from adcli.autograd import functions as F
 from adcli.autograd import generator as _generator
 from adcli.autograd import gradcheck as _gradcheck
 from adcli.autograd import random as rng
@@ -229,11 +230,6 @@ def normal(
         values = gen.normal(_shape((size,)), float(mean), float(std), dt.name)
         return ops._finish(values, requires_grad)
     tensors = [a for a in (mean, std) if isinstance(a, Tensor)]
-    if grad_mode.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        raise NotImplementedError(
-            "adcli's torch.normal does not differentiate through mean and std: "
-            "write mean + std * torch.randn(shape) instead"
-        )
     for t in tensors:
         if t.data_.dtype.kind != "f":
             _float_dtype(t.dtype)  # PyTorch's "not implemented for 'Long'"
@@ -245,7 +241,11 @@ def normal(
     sd = std.data_ if isinstance(std, Tensor) else np.asarray(std, dt.np)
     mu = mean.data_ if isinstance(mean, Tensor) else np.asarray(mean, dt.np)
     # two roundings, as PyTorch's out.mul_(std).add_(mean)
-    return ops._finish((noise * sd.astype(dt.np)).astype(dt.np) + mu.astype(dt.np), False)
+    sample = (noise * sd.astype(dt.np)).astype(dt.np) + mu.astype(dt.np)
+    # the sample's gradient (and tangent) to mean and std is zero, as PyTorch defines it
+    row = {(True, False): F.Normal, (False, True): F.NormalStd, (True, True): F.NormalBoth}
+    kind = row[(isinstance(mean, Tensor), isinstance(std, Tensor))]
+    return kind.apply(*tensors, sample=sample)
 
 
 def randn_like(

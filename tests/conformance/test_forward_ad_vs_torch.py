@@ -57,6 +57,13 @@ def _gr(T: Any, f: Callable[..., Any], x: Any) -> Any:
 
 
 S = (3, 4)
+
+
+def _gen(T: Any, seed: int) -> Any:
+    """A generator seeded afresh, so each call of a case draws the same sample."""
+    return T.Generator().manual_seed(seed)
+
+
 # fmt: off
 CASES: list[Case] = [
     # arithmetic
@@ -74,6 +81,9 @@ CASES: list[Case] = [
     ("div", [S, S], lambda T, x, y: x / (y.abs() + 0.5)),
     ("div_number", [S], lambda T, x: x / 4),
     ("div_floor", [S, S], lambda T, x, y: T.div(x, y.abs() + 0.5, rounding_mode="floor")),
+    ("normal_mean", [S], lambda T, x: T.normal(x, 1.0, generator=_gen(T, 0))),
+    ("normal_std", [S], lambda T, s: T.normal(0.5, s.abs(), generator=_gen(T, 1))),
+    ("normal_both", [S, S], lambda T, x, s: T.normal(x, s.abs(), generator=_gen(T, 2))),
     ("pow2", [S], lambda T, x: x**2),
     ("pow3", [S], lambda T, x: x**3),
     ("pow_half", [S], lambda T, x: (x.abs() + 0.1) ** 0.5),
