@@ -411,10 +411,18 @@ def _primal_class() -> Any:
     from . import functions as F
 
     class Primal(F.Alias):
-        """unpack_dual's primal: the same values (PyTorch's `Identity` node)."""
+        """unpack_dual's primal: the same values (PyTorch's `Identity` node, a C++
+        function that Python sees as `CppFunction`)."""
+
+        def name(self) -> str:
+            return "torch::autograd::Identity"
+
+        def __repr__(self) -> str:
+            return f"<CppFunction object at {id(self):#x}>"
 
     # set after the class statement, so the row stays out of the op registry
     Primal.grad_fn_name = "Identity"
+    Primal.__ad_type_name__ = "CppFunction"
     return Primal
 
 
