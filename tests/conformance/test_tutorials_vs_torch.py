@@ -73,6 +73,20 @@ XFAIL_WITHOUT_MKL: dict[str, str] = {
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 
+@pytest.fixture(autouse=True)
+def _same_threads() -> Any:
+    """Matrix products split their work by thread count, and other test modules set
+    torch to one thread: give torch the threads adcli's MKL (or summation) uses."""
+    from adcli.autograd import mkl
+    from adcli.autograd.summation import threads
+
+    lib = mkl.library()
+    before = torch.get_num_threads()
+    torch.set_num_threads(lib.threads if lib is not None else threads())
+    yield
+    torch.set_num_threads(before)
+
+
 class _SeededRandom(random.Random):
     """adcli's per-run `random` module, started from PY_SEED instead of the OS."""
 
