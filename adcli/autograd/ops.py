@@ -1253,7 +1253,7 @@ def _should_fold(a: Tensor, b: Tensor) -> bool:
     small_dim = b.data_.ndim if a_larger else a.data_.ndim
     if not (big.ndim >= 3 and small_dim <= 2):
         return False
-    if (b if a_larger else a)._requires_grad:
+    if (b if a_larger else a).requires_grad:
         return True
     if a.data_.ndim == 2:
         return False
@@ -1302,9 +1302,9 @@ def matmul(a: Any, b: Any) -> Tensor:
         return mm(a, b)
     if da == 3 and db == 3 and a.data_.shape[0] != b.data_.shape[0]:
         # a batch of one that requires grad is squeezed, then folded
-        if a.data_.shape[0] == 1 and a._requires_grad:
+        if a.data_.shape[0] == 1 and a.requires_grad:
             return matmul(squeeze(a, 0), b)
-        if b.data_.shape[0] == 1 and b._requires_grad:
+        if b.data_.shape[0] == 1 and b.requires_grad:
             return matmul(a, squeeze(b, 0))
     if _should_fold(a, b):
         transpose_ = db > da
