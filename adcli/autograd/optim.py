@@ -11,7 +11,7 @@ import numpy as np
 from . import dtypes, mkl
 from .config import config
 from .kernels32 import fma
-from .tensor import Tensor
+from .tensor import Tensor, check_no_overlap
 
 DUPLICATE_WARNING = (
     "optimizer contains a parameter group with duplicate parameters; in future, this will "
@@ -252,6 +252,7 @@ class SGD(Optimizer):
             bufs = [self._state.get(id(p), {}).get("momentum_buffer") for p in params]
             for i, p in enumerate(params):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 d = p._grad.data_
                 if maximize:
                     d = -d
@@ -342,6 +343,7 @@ class Adam(Optimizer):
             wd, amsgrad = group["weight_decay"], group["amsgrad"]
             for p in self._params_with_grad(group):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 g = _grad(p, group["maximize"])
                 st = self._state.setdefault(id(p), {})
                 if not st:
@@ -444,6 +446,7 @@ class Adamax(Optimizer):
             lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 g = _grad(p, group["maximize"])
                 st = self._state.setdefault(id(p), {})
                 if not st:
@@ -509,6 +512,7 @@ class NAdam(Optimizer):
             md = group["momentum_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 g = _grad(p, group["maximize"])
                 st = self._state.setdefault(id(p), {})
                 if not st:
@@ -580,6 +584,7 @@ class RAdam(Optimizer):
             lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 g = _grad(p, group["maximize"])
                 st = self._state.setdefault(id(p), {})
                 if not st:
@@ -655,6 +660,7 @@ class Adadelta(Optimizer):
             lr, rho, eps, wd = group["lr"], group["rho"], group["eps"], group["weight_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
@@ -725,6 +731,7 @@ class RMSprop(Optimizer):
             wd, mom, centered = group["weight_decay"], group["momentum"], group["centered"]
             for p in self._params_with_grad(group):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 st = self._state.setdefault(id(p), {})
                 if not st:
                     st["step"] = _new_step()
@@ -815,6 +822,7 @@ class Adagrad(Optimizer):
             wd = group["weight_decay"]
             for p in self._params_with_grad(group):
                 x = p.data_
+                check_no_overlap(x)  # PyTorch's in-place update refuses an expanded parameter
                 st = self._state[id(p)]
                 step = _count(st)
                 g = _grad(p, group["maximize"])
