@@ -2329,6 +2329,8 @@ class Expand(Function):
         return np.lib.stride_tricks.as_strided(x, shape, strides)
 
     def backward(ctx, g):
+        if not ctx.shape:  # PyTorch's sum_to sums to a 0-d shape even from 0-d (-0. -> 0.)
+            return (ops.sum(g),)
         return (ops.sum_to(g, ctx.shape),)
 
     def jvp(ctx, ts, xs, r):
@@ -2861,10 +2863,13 @@ class CopySlicesOp(Function):
         grads = node.backward(node, ops.getitem(g, ctx.index))
         g_view = grads[0]
         shape, dtype = ctx.view_meta
-        gb = ops.where(Tensor._make(ctx.mask), g, 0.0)
+        # the view's gradient written into g's copy, as PyTorch's copy_ (not added to
+        # zeros: a -0. outside the view stays -0.)
+        inner = 0.0
         if g_view is not None:
             g_view = ops.to_dtype(ops.sum_to(g_view, shape), dtype)
-            gb = gb + ops.embed(g_view, ctx.index, ctx.mask.shape)
+            inner = ops.embed(g_view, ctx.index, ctx.mask.shape)
+        gb = ops.where(Tensor._make(ctx.mask), g, inner)
         return (gb,) + tuple(grads[1:])
 
     def release(self, marker: Any = None) -> None:
