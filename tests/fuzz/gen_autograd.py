@@ -611,6 +611,11 @@ def st_optim(g: Gen) -> None:
     lines += [] if first else [f"    {zero}"]
     lines.append(f"print({g.tag(g.grad_cls(g.ns[p]))!r}, {', '.join(params)}, {loss})")
     g.effect("\n".join(lines), feat)
+    if any(g.ns[n].dtype != torch.float64 for n in params):
+        # the loss mixes the parameters, so float32 rounding reaches a float64 one too
+        for n in params:
+            if n in g.meta:
+                g.meta[n].f64 = False
     for name in params:
         g.record_grad(name)
 
