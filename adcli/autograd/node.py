@@ -85,7 +85,7 @@ class SavedTensor:
     saved-tensor hooks it keeps what `pack(tensor)` returned instead of the tensor,
     and `unpack` gives back `unpack(packed)`."""
 
-    __slots__ = ("tensor", "data", "counter", "version", "is_output", "hooked")
+    __slots__ = ("tensor", "data", "counter", "version", "is_output", "hooked", "view_fn")
 
     def __init__(
         self,
@@ -96,6 +96,9 @@ class SavedTensor:
         output: Tensor | None = None,
     ):
         self.hooked: tuple[Any, Callable[[Any], Any]] | None = None
+        # an output written in place into a view: the view's node after the write (the
+        # output unpacks as that view, so a double backward reaches the base's history)
+        self.view_fn: Node | None = None
         if tensor is not None:
             self.tensor = tensor
             self.data = None
@@ -127,7 +130,7 @@ class SavedTensor:
         if self.is_output:
             # Rebuild the output as a tensor whose grad_fn is this node, so that
             # a backward formula using it is differentiable (double backward).
-            out = Tensor._make(self.data, True, node, self.counter)
+            out = Tensor._make(self.data, True, self.view_fn or node, self.counter)
             if fw_hook is not None:  # the output's tangents go with it (forward over reverse)
                 fw_hook(node, None, out)
             return out

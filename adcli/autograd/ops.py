@@ -2344,13 +2344,16 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
         out.grad_fn.overlapping = True
     base.data_[idx] = value.astype(base.data_.dtype, copy=False)
     base._vc[0] += 1
+    _adopt_node(base, out)
     if node is not None and type(node.saved) is tuple:
         # the op's saved output is the view itself now (PyTorch's sqrt_ saves it): a
-        # later in-place change of the view or its base must fail its backward
-        for saved in node.saved:
-            if saved is not None and getattr(saved, "is_output", False):
-                saved.counter, saved.version = base._vc, base._vc[0]
-    _adopt_node(base, out)
+        # later in-place change of the view or its base must fail its backward, and a
+        # double backward goes from it through the view's re-derived node (to the base)
+        outputs = [s for s in node.saved if s is not None and getattr(s, "is_output", False)]
+        view_fn = view.grad_fn if outputs else None
+        for saved in outputs:
+            saved.counter, saved.version = base._vc, base._vc[0]
+            saved.view_fn = view_fn
     # the view (sharing the base's version counter) re-derives its node when next read
     return view
 
