@@ -1354,7 +1354,8 @@ ger = outer
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias, with PyTorch's dispatch (addmm for 2-d input with a bias,
-    flattened addmm for other contiguous inputs with a 1-d bias, else matmul + add_)."""
+    flattened addmm for other contiguous inputs with a contiguous bias that is 1-d or
+    has one element per output feature, else matmul + add_), as PyTorch 2.13 does."""
     dx, dw = x.data_.ndim, weight.data_.ndim
     if dx == 0 or dw == 0:
         raise RuntimeError(
@@ -1362,7 +1363,13 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         )
     if bias is not None and dx == 2:
         return addmm(bias, x, t(weight))
-    if bias is not None and _is_contiguous(x.data_) and bias.data_.ndim == 1:
+    b = bias.data_ if bias is not None else None
+    if (
+        b is not None
+        and _is_contiguous(x.data_)
+        and _is_contiguous(b)
+        and (b.ndim == 1 or b.size == weight.data_.shape[0])
+    ):
         k = x.data_.shape[-1]
         lead = x.data_.shape[:-1]
         out = addmm(bias, reshape(x, (math.prod(lead), k)), t(weight))
@@ -1384,14 +1391,21 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta: Any = 1, alpha: Any = 1) 
     (n, k), (k2, m) = a.data_.shape, b.data_.shape
     if k != k2:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
-    try:
-        np.broadcast_shapes(bias.data_.shape, (n, m))
-    except ValueError:
+    if bias.data_.ndim > 2:  # the bias is expanded to the product's 2 dims
         raise RuntimeError(
-            f"The expanded size of the tensor ({m}) must match the existing size "
-            f"({bias.data_.shape[-1]}) at non-singleton dimension 1.  Target sizes: [{n}, {m}]."
-            f"  Tensor sizes: {list(bias.data_.shape)}"
-        ) from None
+            f"expand(torch.{bias.dtype.legacy}{{{list(bias.data_.shape)}}}, size=[{n}, {m}]): "
+            "the number of sizes provided (2) must be greater or equal to the number of "
+            f"dimensions in the tensor ({bias.data_.ndim})"
+        )
+    bs = bias.data_.shape
+    for i in (1, 0):  # PyTorch's expand checks the last dim first
+        j = i - 2 + len(bs)
+        if j >= 0 and bs[j] != 1 and bs[j] != (n, m)[i]:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({(n, m)[i]}) must match the existing size "
+                f"({bs[j]}) at non-singleton dimension {i}.  Target sizes: [{n}, {m}]."
+                f"  Tensor sizes: {list(bs)}"
+            )
     check_shape((n, m))
     return F.Addmm.apply(bias, a, b, dtype=dt, beta=beta, alpha=alpha)
 
