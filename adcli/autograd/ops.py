@@ -3157,7 +3157,7 @@ def _reshape_as(a: Tensor, other: Tensor) -> Tensor:
 
 def _masked_fill_(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     a._check_inplace((value,))  # autograd's checks come before the kernel's warning
-    if _expanded(a.data_):
+    if a.data_.size and _expanded(a.data_):  # (an empty tensor overlaps nothing)
         _config.warn(EXPANDED_WARNING.format("masked_fill_", "[mask] = scalar", 2450))
     return a._inplace(lambda t, v: masked_fill(t, mask, v), value, _overlap_ok=True)
 

@@ -425,3 +425,25 @@ g13, = torch.autograd.grad(t10.sum(), t10)
 g13[:] = g13
 print(g13)
 """)
+
+
+def test_masked_fill_on_an_empty_expanded_tensor_does_not_warn() -> None:
+    from adcli.autograd import ops
+    from adcli.autograd.config import _default_warn, config
+
+    messages = []
+    for m in (torch, ops):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            saved, config.warn = config.warn, _default_warn
+            try:
+                for t in (
+                    m.ones(3, 1).expand(3, 2)[:0],
+                    m.zeros(1, 2, 0),
+                    m.ones(3, 1).expand(3, 2),
+                ):
+                    t.masked_fill_(t > 5, 1.0)
+            finally:
+                config.warn = saved
+        messages.append([str(w.message) for w in caught])
+    assert messages[0] == messages[1] and len(messages[0]) == 1
