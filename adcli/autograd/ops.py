@@ -2500,7 +2500,8 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         return
     if a._base is not None:
         dt = a.data_.dtype
-        a._inplace(lambda t_, v_: _with_values(t_, idx, v_, dt), vt, _overlap_ok=not advanced)
+        # (index_put_ only warns of expanded memory, which _warn_expanded did)
+        a._inplace(lambda t_, v_: _with_values(t_, idx, v_, dt), vt, _overlap_ok=True)
         return
     snapshot = Tensor._make(a.data_.copy(), a._requires_grad, a.grad_fn, a._vc, a._output_nr)
     snapshot._acc = a._acc

@@ -628,7 +628,8 @@ class Tensor:
             return self
         if isinstance(src, Tensor) and not self.dtype.is_floating_point:
             src = src.detach()  # PyTorch's copy_ records nothing into a non-float tensor
-        return self._inplace(lambda t, s: ops.copy_from(t, s), src)
+        # (a tensor copied into itself is not written, so expanded memory is no error)
+        return self._inplace(lambda t, s: ops.copy_from(t, s), src, _overlap_ok=src is self)
 
     def add_(self, other: Any, alpha: Any = 1) -> Tensor:
         """In-place `self + alpha * other`."""
