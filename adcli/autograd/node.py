@@ -54,6 +54,7 @@ PACK_ORDER: dict[str, tuple[int, ...]] = {
     "DivBackward0": (1, 0),
     "PowBackward1": (1, 0, 2),
     "DotBackward0": (1, 0),
+    "MvBackward0": (1, 0),
     "MaximumBackward0": (1, 0),
     "MinimumBackward0": (1, 0),
     "RemainderBackward1": (1, 0),

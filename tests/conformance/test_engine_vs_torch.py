@@ -968,7 +968,7 @@ for f in (lambda t: t.amax(0), lambda t: t.amin(1, keepdim=True), lambda t: t.am
 
 
 def test_saved_tensors_are_packed_and_checked_in_pytorchs_order() -> None:
-    # dot saves `self` first; maximum, minimum and remainder save `other` before
+    # dot and mv save `self` first; maximum, minimum and remainder save `other` before
     # `self`; zeros_like(None) in a hook called with None is PyTorch's TypeError
     check("""
 a = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -984,6 +984,20 @@ for f in (torch.dot, torch.maximum, torch.minimum, torch.remainder):
         y = f(a, b)
     y.sum().backward()
     print(a.grad, b.grad)
+m = torch.tensor([[1.0, 2.0], [5.0, 6.0]], requires_grad=True)
+for f in (torch.mv, torch.matmul):  # mv saves the matrix first
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = f(m, b)
+    y.sum().backward()
+    m2, b2 = m * 1, b * 1
+    y = f(m2, b2)
+    with torch.no_grad():
+        m2.add_(1)
+        b2.add_(1)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        print(e)
 torch.manual_seed(210)
 t2 = torch.zeros([], dtype=torch.float64, requires_grad=True)
 t5 = t2 / 1.0
