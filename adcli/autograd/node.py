@@ -55,6 +55,7 @@ PACK_ORDER: dict[str, tuple[int, ...]] = {
     "PowBackward1": (1, 0, 2),
     "DotBackward0": (1, 0),
     "MvBackward0": (1, 0),
+    "AddmmBackward0": (1, 0),
     "MaximumBackward0": (1, 0),
     "MinimumBackward0": (1, 0),
     "RemainderBackward1": (1, 0),

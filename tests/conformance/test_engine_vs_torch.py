@@ -968,7 +968,7 @@ for f in (lambda t: t.amax(0), lambda t: t.amin(1, keepdim=True), lambda t: t.am
 
 
 def test_saved_tensors_are_packed_and_checked_in_pytorchs_order() -> None:
-    # dot and mv save `self` first; maximum, minimum and remainder save `other` before
+    # dot, mv and addmm save `self` (mat1) first; maximum, minimum and remainder save `other` before
     # `self`; zeros_like(None) in a hook called with None is PyTorch's TypeError
     check("""
 a = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -985,7 +985,9 @@ for f in (torch.dot, torch.maximum, torch.minimum, torch.remainder):
     y.sum().backward()
     print(a.grad, b.grad)
 m = torch.tensor([[1.0, 2.0], [5.0, 6.0]], requires_grad=True)
-for f in (torch.mv, torch.matmul):  # mv saves the matrix first
+n = torch.tensor([[3.0, 4.0], [7.0, 8.0]], requires_grad=True)
+for f, b in ((torch.mv, b), (torch.matmul, b), (torch.mm, n), (lambda x, y: x.addmm(x, y), n)):
+    # mv saves the matrix first, addmm mat1 first, mm mat2 first
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         y = f(m, b)
     y.sum().backward()
