@@ -65,7 +65,7 @@ MAX_NUMEL = 64
 
 # how an operation computes, for the `exact` flag of its result
 MOVE = "move"  # values copied or picked (views, cat, index, clone, where ...)
-IEEE = "ieee"  # one correctly rounded IEEE operation per element (+ - * / sqrt ...)
+IEEE = "ieee"  # one correctly rounded IEEE operation per element (+ - * / ...)
 ORDER = "order"  # sums whose rounding depends on the order (sum, mean, mm, norm ...)
 TRANSC = "transc"  # transcendental functions: never bit-identical across libraries
 DISCRETE = "discrete"  # integer or bool results (floor, comparisons, argmax ...)

@@ -337,7 +337,7 @@ INPLACE: list[tuple[str, str, str | None, str, list[tuple[str, str]], str]] = [
     ("sigmoid_", "{x}.sigmoid_()", "{x}.sigmoid()", TRANSC, [], ""),
     ("tanh_", "{x}.tanh_()", "{x}.tanh()", TRANSC, [], ""),
     ("abs_", "{x}.abs_()", "{x}.abs()", IEEE, [("zero", "x")], ""),
-    ("sqrt_", "{x}.sqrt_()", "{x}.sqrt()", IEEE, [("zero", "x")], ""),
+    ("sqrt_", "{x}.sqrt_()", "{x}.sqrt()", TRANSC, [("zero", "x")], ""),
     ("log_", "{x}.log_()", "{x}.log()", TRANSC, [("zero", "x")], ""),
     ("zero_", "{x}.zero_()", None, MOVE, [], ""),
     ("fill_", "{x}.fill_({s})", None, MOVE, [], ""),
