@@ -620,7 +620,10 @@ def _apply(
 ) -> Sequence[Tensor | None]:
     if all(nxt is None for nxt, _ in node.next_functions):
         # every input was a view made under no_grad (it requires grad, but leads
-        # nowhere): PyTorch saved nothing for such a node and computes nothing
+        # nowhere): PyTorch computes nothing, but unpacks what a one-input op saved
+        # (a freed graph or a changed saved tensor raises)
+        if getattr(node, "dead_unpacks", False):
+            node.saved_tensors  # noqa: B018
         outs: Sequence[Tensor | None] = (None,) * len(node.next_functions)
     elif node.multi_output:
         outs = node.backward(node, *grads)

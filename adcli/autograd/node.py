@@ -439,6 +439,15 @@ class Function(Node):
                 # a number operand: a 0-d constant of the op's dtype (as PyTorch wraps it)
                 metas.append(None if t is None else _intern_meta(((), _result_dtype(data))))
         ctx.next_functions = tuple(edges)
+        if _NO_EDGE is edges[0] and all(e is _NO_EDGE for e in edges):
+            # every input is a view made under no_grad (it requires grad, but leads
+            # nowhere): PyTorch still saved (and unpacks) what the formulas of all its
+            # differentiable inputs use: all it saves for a one-operand op (an integer
+            # or bool index or mask is no operand), and the shared ones of a few others
+            ctx.dead_unpacks = cls.grad_fn_name in _SAVED_FOR_ALL or 1 == sum(
+                t is not None and (not isinstance(t, Tensor) or t.data_.dtype.kind in "fc")
+                for t in inputs
+            )
         ctx.in_meta = tuple(metas)
         ctx.seq = next(_sequence)
         ctx.pre_hooks = None
@@ -482,6 +491,19 @@ class Freed:
 _FREED = Freed(None)
 _OUTPUT = object()  # where `apply` puts the saved output (see save_output)
 _SAVE_OUTPUT = (_OUTPUT,)
+#: two-operand nodes whose formulas for both operands use a saved tensor
+_SAVED_FOR_ALL = frozenset(
+    {
+        "DivBackward0",
+        "PowBackward1",
+        "Atan2Backward0",
+        "MaximumBackward0",
+        "MinimumBackward0",
+        "WhereBackward0",
+        "MseLossBackward0",
+        "BinaryCrossEntropyBackward0",
+    }
+)
 _NO_EDGE = (None, 0)  # the edge of an operand that needs no gradient (shared by all nodes)
 _NO_NEEDS = [(False,) * n for n in range(8)]
 
