@@ -2471,8 +2471,8 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
             a.fill_(_scalar_tensor(value, a.dtype))
         elif fills:
             a.fill_(v)
-        else:
-            a.copy_(v)
+        else:  # (the value expanded to the target's shape first, as PyTorch's copy_to)
+            a.copy_(v if v.data_.shape == a.data_.shape else expand(v, a.data_.shape))
         return
     if v is a and whole and not advanced:  # PyTorch's copy_ of a tensor into itself
         a._vc[0] += 1
@@ -2481,7 +2481,7 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         whole_view = isinstance(idx, tuple) or idx is Ellipsis
         target = a.data_[idx] if whole_view else a.data_[idx, ...]
         check_no_overlap(target)
-        check_no_partial_overlap(target, (v,))
+        check_no_partial_overlap(target, (v,), expanded=True)
     if not record:
         a.data_[idx] = v.data_ if v is not None else value
         a._vc[0] += 1
@@ -2495,14 +2495,16 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         sub = getitem(a, idx)
         if v is None or fills:
             sub.fill_(vt)
-        else:
-            sub.copy_(vt)
+        else:  # (the value expanded to the target's shape first, as PyTorch's copy_to)
+            sub.copy_(vt if vt.data_.shape == sub.data_.shape else expand(vt, sub.data_.shape))
         return
     if a._base is not None:
         dt = a.data_.dtype
         # (index_put_ only warns of expanded memory, which _warn_expanded did)
         a._inplace(lambda t_, v_: _with_values(t_, idx, v_, dt), vt, _overlap_ok=True)
         return
+    if not advanced and v is not None and not fills and v.data_.shape != target.shape:
+        vt = expand(vt, target.shape)  # PyTorch's copy_to expands the value first
     snapshot = Tensor._make(a.data_.copy(), a._requires_grad, a.grad_fn, a._vc, a._output_nr)
     snapshot._acc = a._acc
     node = F.IndexPut if advanced else F.CopySlices

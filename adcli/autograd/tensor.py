@@ -895,22 +895,50 @@ def _dense(a: np.ndarray) -> bool:
     return True
 
 
-def check_no_partial_overlap(dst: np.ndarray, others: tuple[Any, ...]) -> None:
+def check_no_partial_overlap(
+    dst: np.ndarray, others: tuple[Any, ...], expanded: bool = False
+) -> None:
     """Refuse an input that overlaps the written-to tensor only in part (PyTorch's
-    get_overlap_status: the very same memory is fine, layouts it cannot tell are let be)."""
+    get_overlap_status: the very same memory is fine, layouts it cannot tell are let be).
+    `expanded`: the inputs are first expanded to dst's shape (setitem's value)."""
     for o in others:
         if not isinstance(o, Tensor) or not o.data_.size or not dst.size:
             continue
         src = o.data_
         if not np.may_share_memory(dst, src) or not (_dense(dst) and _dense(src)):
             continue
-        if _byte_range(dst) == _byte_range(src) and dst.strides == src.strides:
+        if _byte_range(dst) == _byte_range(src) and _same_layout(dst, src, expanded):
             continue
         raise RuntimeError(
             "unsupported operation: some elements of the input tensor and the written-to "
             "tensor refer to a single memory location. Please clone() the tensor before "
             "performing the operation."
         )
+
+
+def _same_layout(dst: np.ndarray, src: np.ndarray, expanded: bool) -> bool:
+    """Whether src (`expanded`: first expanded to dst's shape, as setitem's value) has
+    dst's shape and strides as PyTorch sees them (get_overlap_status compares them)."""
+    if dst.shape != src.shape and not expanded:
+        return False
+    lead = dst.ndim - src.ndim
+    if lead < 0 or dst.shape[lead:] != src.shape:
+        return False
+    item = dst.itemsize
+    return _torch_strides(dst.shape, dst.strides, item) == _torch_strides(
+        dst.shape, (0,) * lead + src.strides, item
+    )
+
+
+def _torch_strides(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> list[int]:
+    """Byte strides with a size-1 dim of stride 0 (NumPy's new axis, adcli's expand)
+    given the stride PyTorch's unsqueeze and expand give it: the next dim's size times
+    its stride (one item when last)."""
+    out = list(strides)
+    for i in range(len(shape) - 1, -1, -1):
+        if shape[i] == 1 and out[i] == 0:
+            out[i] = shape[i + 1] * out[i + 1] if i + 1 < len(shape) else item
+    return out
 
 
 def _materialized(a: Any) -> Any:
