@@ -1748,7 +1748,10 @@ class Norm(Function):
         ctx.p, ctx.dims, ctx.keepdim, ctx.shape = p, dims, keepdim, x.shape
         ctx.save_output(a)
         ax = np.abs(x)
-        if p == float("inf"):
+        n = x.size if dims is None else math.prod(x.shape[d] for d in dims)
+        if n == 1 and p != 0:  # PyTorch reduces one element to its absolute value
+            out = np.sum(ax, axis=dims, keepdims=keepdim)
+        elif p == float("inf"):
             out = np.max(ax, axis=dims, keepdims=keepdim)
         elif p == 0:
             out = np.sum(ax != 0, axis=dims, keepdims=keepdim).astype(x.dtype)
@@ -1760,8 +1763,9 @@ class Norm(Function):
             # nearest PyTorch's float32 kernel: |x|^p rounded once, then powf
             acc = np.sum(kernels32.rounded(lambda v: v**p, ax), axis=dims, keepdims=keepdim)
             out = kernels32.powf(np.asarray(acc, x.dtype), 1.0 / p)
-        else:
-            out = np.sum(ax**p, axis=dims, keepdims=keepdim) ** (1.0 / p)
+        else:  # PyTorch's kernel calls the C library's pow (NumPy's rounds otherwise)
+            acc = np.sum(_libm_pow(ax, p), axis=dims, keepdims=keepdim)
+            out = _libm_pow(np.asarray(acc, x.dtype), 1.0 / p)
         return np.asarray(out, x.dtype)
 
     def backward(ctx, g):
@@ -1777,6 +1781,20 @@ class Norm(Function):
             return _zeros_like(r)
         w = _norm_backward(ctx, _ones_like(r), a, r)
         return ops.sum_dims(t * w, dims, ctx.keepdim)
+
+
+def _libm_pow(x: np.ndarray, e: float) -> np.ndarray:
+    """x ** e element by element with the C library's pow, as PyTorch's scalar kernels
+    (NumPy's own pow can differ in the last bit: 27 ** (1/3) is 2.9999999999999996)."""
+
+    def one(b: float) -> float:
+        try:
+            return math.pow(b, e)
+        except (ValueError, OverflowError):  # 0 ** -p, overflow: NumPy's inf (or nan)
+            with np.errstate(all="ignore"):
+                return float(np.power(b, e))
+
+    return np.asarray(np.frompyfunc(one, 1, 1)(x), dtype=x.dtype)
 
 
 def _norm_backward(ctx: Function, g: Tensor, a: Tensor, r: Tensor) -> Tensor:
