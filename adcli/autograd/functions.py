@@ -2649,7 +2649,10 @@ class AsStridedGrad(Function):
     def forward(ctx, g, index, shape):
         ctx.index = index
         out = np.zeros(shape, g.data_.dtype)
-        np.add.at(out, index, g.data_)
+        if _distinct(index, shape):  # PyTorch copies g into the view (a -0. stays)
+            out[index] = g.data_
+        else:  # elements the view repeats sum their gradients
+            np.add.at(out, index, g.data_)
         return out
 
     def backward(ctx, gg):
@@ -2657,6 +2660,16 @@ class AsStridedGrad(Function):
 
     def jvp(ctx, ts, xs, r):
         return AsStridedGrad.apply(ts[0], index=ctx.index, shape=r.data_.shape)
+
+
+def _distinct(index: Any, shape: tuple[int, ...]) -> bool:
+    """Whether an index of position arrays names no element twice."""
+    if not isinstance(index, tuple) or not all(isinstance(i, np.ndarray) for i in index):
+        return False
+    if not index or not index[0].size:
+        return True
+    flat = np.ravel_multi_index(index, shape).ravel()
+    return np.unique(flat).size == flat.size
 
 
 class Diagonal(Function):
