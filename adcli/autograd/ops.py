@@ -900,7 +900,8 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     )
     if dims:
         g = F.SumDim.apply(g, dims=dims, keepdim=True, dtype=x.dtype)
-    return F.View.apply(g, shape=shape) if lead > 0 else g
+    # (the dropped leading dims make it a view of the sum, as in PyTorch)
+    return _view_of(g, F.View.apply(g, shape=shape)) if lead > 0 else g
 
 
 def mean(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
