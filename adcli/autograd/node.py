@@ -87,7 +87,16 @@ class SavedTensor:
     saved-tensor hooks it keeps what `pack(tensor)` returned instead of the tensor,
     and `unpack` gives back `unpack(packed)`."""
 
-    __slots__ = ("tensor", "data", "counter", "version", "is_output", "hooked", "view_fn")
+    __slots__ = (
+        "tensor",
+        "data",
+        "counter",
+        "version",
+        "is_output",
+        "hooked",
+        "view_fn",
+        "nonleaf",
+    )
 
     def __init__(
         self,
@@ -108,6 +117,7 @@ class SavedTensor:
             if type(c) is grad_mode.InferenceCounter:  # an inference tensor
                 raise RuntimeError(grad_mode.INFERENCE_SAVED)
             self.is_output = False
+            self.nonleaf = tensor._grad_fn is not None  # (a detach_ later makes it a leaf)
         else:  # the node's own output: keep its data, not the tensor (no cycle)
             self.tensor = None
             self.data = output_data
@@ -124,7 +134,12 @@ class SavedTensor:
         if self.counter[0] != self.version:
             raise SavedTensorError(_version_message(self, node), node, self.counter)
         t = self.tensor
-        if DETACHED_IN_PLACE and t is not None and DETACHED_IN_PLACE.get(id(t)) is t:
+        if (
+            DETACHED_IN_PLACE
+            and t is not None
+            and self.nonleaf
+            and DETACHED_IN_PLACE.get(id(t)) is t
+        ):
             raise RuntimeError(DETACHED_MESSAGE)
         if self.hooked is not None:
             packed, unpack = self.hooked
