@@ -2549,6 +2549,13 @@ def _reduction(reduction: str, size_average: Any = None, reduce: Any = None) -> 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean squared error."""
+    _warn_target_size(input, target)
+    ta, tb, dt = _binary(input, target)
+    return F.MseLoss.apply(ta, tb, reduction=_reduction(reduction), dtype=dt)
+
+
+def _warn_target_size(input: Tensor, target: Tensor) -> None:
+    """PyTorch's warning for a loss whose target broadcasts against the input."""
     if input.data_.shape != target.data_.shape:
         from .config import config
 
@@ -2557,12 +2564,11 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
             f"({input.shape}). This will likely lead to incorrect results due to "
             "broadcasting. Please ensure they have the same size."
         )
-    ta, tb, dt = _binary(input, target)
-    return F.MseLoss.apply(ta, tb, reduction=_reduction(reduction), dtype=dt)
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean absolute error (PyTorch composes it from abs and mean)."""
+    _warn_target_size(input, target)
     d = abs(sub(input, target))
     r = _reduction(reduction)
     if r == "mean":

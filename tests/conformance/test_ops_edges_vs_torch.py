@@ -447,3 +447,26 @@ def test_masked_fill_on_an_empty_expanded_tensor_does_not_warn() -> None:
                 config.warn = saved
         messages.append([str(w.message) for w in caught])
     assert messages[0] == messages[1] and len(messages[0]) == 1
+
+
+def test_l1_and_mse_loss_warn_of_a_target_of_another_size() -> None:
+    from adcli.autograd import ops
+    from adcli.autograd.config import _default_warn, config
+
+    messages = []
+    for m in (torch, ops):
+        f = torch.nn.functional if m is torch else ops
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            saved, config.warn = config.warn, _default_warn
+            try:
+                for loss in (f.l1_loss, f.mse_loss):
+                    for target in (m.ones(1), m.zeros(0), m.ones(2)):
+                        try:
+                            loss(m.ones(2), target)
+                        except RuntimeError as e:
+                            caught.append(warnings.WarningMessage(str(e), RuntimeError, "", 0))
+            finally:
+                config.warn = saved
+        messages.append([str(w.message) for w in caught])
+    assert messages[0] == messages[1] and len(messages[0]) == 6
