@@ -1749,7 +1749,9 @@ class Norm(Function):
         ctx.save_output(a)
         ax = np.abs(x)
         n = x.size if dims is None else math.prod(x.shape[d] for d in dims)
-        if n == 1 and p != 0:  # PyTorch reduces one element to its absolute value
+        if n == 1 and p != 0 and (x.ndim or dims is None):
+            # PyTorch reduces one element to its absolute value (not a 0-d tensor given
+            # a dim, whose power it takes and undoes)
             out = np.sum(ax, axis=dims, keepdims=keepdim)
         elif p == float("inf"):
             out = np.max(ax, axis=dims, keepdims=keepdim)
