@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels32, mkl, ops
+from . import grad_mode, kernels32, mkl, ops
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
@@ -1488,8 +1488,11 @@ class Prod(Function):
         x = a.data_
         if x.ndim == 0:
             return (g,)
-        if not np.any(x == 0):
+        zeros = np.count_nonzero(x == 0)
+        if not zeros:
             return (g * (r / a),)
+        if zeros > 1 and not grad_mode.state.enabled:  # PyTorch's shortcut: +0. throughout
+            return (_zeros_like(a),)
         flat = ops.reshape(a, (-1,))
         return (ops.reshape(g * ops.prod_others(flat, 0), x.shape),)
 
