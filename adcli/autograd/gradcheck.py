@@ -114,9 +114,9 @@ def _gradcheck(
     check_backward_ad: bool = True,
 ) -> bool:
     tupled = _as_tuple(inputs)
-    diff_inputs = [t for t in tupled if isinstance(t, Tensor) and t._requires_grad]
+    diff_inputs = [t for t in tupled if isinstance(t, Tensor) and t.requires_grad]
     for i, t in enumerate(tupled):
-        if isinstance(t, Tensor) and t._requires_grad and t.data_.dtype != np.float64:
+        if isinstance(t, Tensor) and t.requires_grad and t.data_.dtype != np.float64:
             engine_config.warn(
                 f"Input #{i} requires gradient and is not a double precision floating point "
                 "or complex. This check will likely fail if all the inputs are not of double "
@@ -172,10 +172,10 @@ def _undefined_grad_outputs(
     case runs the function again, as PyTorch does (a script printing in its forward or
     backward prints as often)."""
     cases = [_outputs_of(func(*tupled))]
-    cases[0] = [o for o in cases[0] if o._requires_grad]
+    cases[0] = [o for o in cases[0] if o.requires_grad]
     if len(cases[0]) > 1:
         for _ in range(len(cases[0])):
-            cases.append([o for o in _outputs_of(func(*tupled)) if o._requires_grad])
+            cases.append([o for o in _outputs_of(func(*tupled)) if o.requires_grad])
     for outs in cases:
         _zero_grad_outputs(outs, diff_inputs, _UNDEFINED)
 
@@ -233,7 +233,7 @@ def _check_backward(
 ) -> None:
     """check_backward_ad: the Jacobian from backward passes against the numerical one,
     then PyTorch's zero and undefined grad_output checks."""
-    outputs = [(i, o) for i, o in enumerate(func_out) if o._requires_grad]
+    outputs = [(i, o) for i, o in enumerate(func_out) if o.requires_grad]
     if not outputs:
         for per_input in numerical:
             for n in per_input:
@@ -369,7 +369,7 @@ def gradgradcheck(
 
     tupled = _as_tuple(inputs)
     if grad_outputs is None:
-        outs = [o for o in _outputs_of(func(*tupled)) if o._requires_grad]
+        outs = [o for o in _outputs_of(func(*tupled)) if o.requires_grad]
         gos = []
         for o in outs:
             dt = o.data_.dtype if o.data_.dtype.kind == "f" else np.dtype(np.float64)
@@ -379,12 +379,12 @@ def gradgradcheck(
     else:
         tupled_go = _as_tuple(grad_outputs)
     n_out = len(tupled_go)
-    diff_in = {i for i, x in enumerate(tupled) if isinstance(x, Tensor) and x._requires_grad}
-    diff_go = {i for i, x in enumerate(tupled_go) if isinstance(x, Tensor) and x._requires_grad}
+    diff_in = {i for i, x in enumerate(tupled) if isinstance(x, Tensor) and x.requires_grad}
+    diff_go = {i for i, x in enumerate(tupled_go) if isinstance(x, Tensor) and x.requires_grad}
 
     def new_func(*args: Any) -> tuple[Tensor, ...]:
         in_args = args[:-n_out] if n_out else args
-        outs = [o for o in _outputs_of(func(*in_args)) if o._requires_grad]
+        outs = [o for o in _outputs_of(func(*in_args)) if o.requires_grad]
         gos = tuple(x for x in args[len(args) - n_out :])
         diff = [x for i, x in enumerate(in_args) if i in diff_in]
         with muted():
