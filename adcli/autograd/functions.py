@@ -2852,6 +2852,16 @@ class IndexPut(_CopyInto):
 
     grad_fn_name = "IndexPutBackward0"
 
+    def forward(ctx, base, value, index, dtype):
+        out = _CopyInto.forward(ctx, base, value, index, dtype)
+        # PyTorch saves the indices (a mask's as positions), freed by a backward
+        _keep(ctx, *(index if isinstance(index, tuple) else (index,)))
+        return out
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        return _CopyInto.backward(ctx, g)
+
 
 class CopySlicesOp(Function):
     """base with `index` overwritten by an in-place op's result on the view there
