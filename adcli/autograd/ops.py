@@ -3089,9 +3089,11 @@ def arange(
     if end is None:
         start, end = 0, start
     vals = [_num(start), _num(end), _num(step)]
+    dt = _dtype_arg(dtype)
+    if dt is not None and dt.np == np.bool_:  # PyTorch's kernel has no bool version
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     if step == 0:
         raise RuntimeError("step must be nonzero")
-    dt = _dtype_arg(dtype)
     if dt is None:
         dt = dtypes.DEFAULT_FLOAT if builtins_any_float(vals) else dtypes.int64
     n = _py.max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
@@ -3118,6 +3120,8 @@ def linspace(
 ) -> Tensor:
     """`steps` evenly spaced values from start to end inclusive."""
     dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
+    if dt.np == np.bool_ and steps > 1:  # PyTorch's kernel (run for 2+ steps) has no bool
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     check_numel(steps)
     s, e = float(_num(start)), float(_num(end))
     return _finish(ranges.linspace_values(s, e, steps, dt.np), requires_grad)
