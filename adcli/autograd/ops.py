@@ -2860,13 +2860,13 @@ def dropout(a: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
         from . import random as _rng
 
         keep = _rng.default_generator._uniform01(a.data_.size, "float64") < (1 - p)
-        noise = _in_memory_order(keep.astype(dt) / np.asarray(1 - p, dt), a.data_)
+        noise = in_memory_order(keep.astype(dt) / np.asarray(1 - p, dt), a.data_)
     if inplace:
         return a._inplace(lambda t: mul(t, Tensor._make(noise)))
     return mul(a, Tensor._make(noise))
 
 
-def _in_memory_order(flat: np.ndarray, like: np.ndarray) -> np.ndarray:
+def in_memory_order(flat: np.ndarray, like: np.ndarray) -> np.ndarray:
     """`flat` laid out as PyTorch's empty_like(like) is filled in memory order: its dims
     ordered by like's strides (infer_dense_strides: a stable insertion sort, stride-0
     dims staying where they are, equal strides putting the smaller size inner)."""
@@ -3249,19 +3249,26 @@ def _random_fill(a: Tensor, what: str, draw: Any) -> Tensor:
     if name not in ("float32", "float64", "float16"):
         kernel = "check_uniform_bounds" if what == "uniform_" else "normal_kernel_cpu"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{a.dtype.legacy[:-6]}'")
-    np.copyto(a.data_, draw(a.data_.shape, name), casting="unsafe")
+    x = a.data_
+    if _is_contiguous(x):
+        values = draw(x.shape, name, False)
+    else:  # PyTorch fills the elements in memory order (normal_ one by one)
+        values = in_memory_order(draw((x.size,), name, True), x)
+    np.copyto(x, values, casting="unsafe")
     a._vc[0] += 1
     return a
 
 
 def _uniform_(a: Tensor, low: float = 0.0, high: float = 1.0, *, generator: Any = None) -> Tensor:
     gen = _pick_generator("uniform_", generator)
-    return _random_fill(a, "uniform_", lambda shape, dt: gen.uniform(shape, low, high, dt))
+    return _random_fill(a, "uniform_", lambda shape, dt, _: gen.uniform(shape, low, high, dt))
 
 
 def _normal_(a: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
     gen = _pick_generator("normal_", generator)
-    return _random_fill(a, "normal_", lambda shape, dt: gen.normal(shape, mean, std, dt))
+    return _random_fill(
+        a, "normal_", lambda shape, dt, serial: gen.normal(shape, mean, std, dt, serial)
+    )
 
 
 def _multinomial_method(

@@ -260,15 +260,21 @@ class Generator:
         return self.normal(shape, 0.0, 1.0, dtype)
 
     def normal(
-        self, shape: Sequence[int], mean: float = 0.0, std: float = 1.0, dtype: str = "float32"
+        self,
+        shape: Sequence[int],
+        mean: float = 0.0,
+        std: float = 1.0,
+        dtype: str = "float32",
+        serial: bool = False,
     ) -> np.ndarray:
-        """``torch.empty(shape, dtype=dtype).normal_(mean, std, generator=self)``."""
+        """``torch.empty(shape, dtype=dtype).normal_(mean, std, generator=self)``;
+        `serial`: the tensor filled is not contiguous, so PyTorch draws one by one."""
         np_type = _float_type(dtype)
         shape = _check_shape(shape)
         if not std >= 0.0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt_scalar(std)}")
         n = math.prod(shape)
-        if n >= 16:
+        if n >= 16 and not serial:
             return self._normal_fill(n, float(mean), float(std), dtype).reshape(shape)
         # Serial path: double normals (through the cache), fma(v, std, mean)
         # in double, then a cast (float16 goes double -> float -> half).

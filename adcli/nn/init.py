@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd import ops
 from ..autograd import random as rng
 from ..autograd.generator import pick
 from ..autograd.tensor import Tensor
@@ -63,14 +64,23 @@ def _gen(generator: Any, kernel: str) -> rng.Generator:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with U(a, b) samples."""
-    values = _gen(generator, "uniform_").uniform(tensor.data_.shape, a, b, _float_name(tensor))
-    return _write(tensor, values)
+    x, name = tensor.data_, _float_name(tensor)
+    gen = _gen(generator, "uniform_")
+    if ops._is_contiguous(x):
+        return _write(tensor, gen.uniform(x.shape, a, b, name))
+    # PyTorch's uniform_ fills a non-contiguous tensor in memory order
+    return _write(tensor, ops.in_memory_order(gen.uniform((x.size,), a, b, name), x))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std**2) samples."""
-    values = _gen(generator, "normal_").normal(tensor.data_.shape, mean, std, _float_name(tensor))
-    return _write(tensor, values)
+    x, name = tensor.data_, _float_name(tensor)
+    gen = _gen(generator, "normal_")
+    if ops._is_contiguous(x):
+        return _write(tensor, gen.normal(x.shape, mean, std, name))
+    # PyTorch's normal_ fills a non-contiguous tensor in memory order, one by one
+    values = gen.normal((x.size,), mean, std, name, serial=True)
+    return _write(tensor, ops.in_memory_order(values, x))
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

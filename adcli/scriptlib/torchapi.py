@@ -251,19 +251,37 @@ def normal(
 def randn_like(
     t: Tensor, dtype: Any = None, requires_grad: bool = False, *, generator: Any = None
 ) -> Tensor:
-    """randn with t's shape."""
+    """randn with t's shape (and layout: a transposed t's elements are drawn in memory
+    order, one by one, as PyTorch's empty_like(t).normal_())."""
     _generator_of("randn_like", generator, (t,), dtype=dtype, requires_grad=requires_grad)
     dt = dtype or t.dtype
-    return randn(*t.data_.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
+    x = t.data_
+    if ops._is_contiguous(x) or not x.size:
+        return randn(*x.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
+    buf = _empty_like_layout(x, _float_dtype(dt, shape=x.shape))
+    ops.EXTRA_METHODS["normal_"](buf, generator=generator)
+    return ops._finish(buf.data_, requires_grad)
 
 
 def rand_like(
     t: Tensor, dtype: Any = None, requires_grad: bool = False, *, generator: Any = None
 ) -> Tensor:
-    """rand with t's shape."""
+    """rand with t's shape (and layout: a transposed t's elements are drawn in memory
+    order, as PyTorch's empty_like(t).uniform_())."""
     _generator_of("rand_like", generator, (t,), dtype=dtype, requires_grad=requires_grad)
     dt = dtype or t.dtype
-    return rand(*t.data_.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
+    x = t.data_
+    if ops._is_contiguous(x) or not x.size:
+        return rand(*x.shape, dtype=dt, requires_grad=requires_grad, generator=generator)
+    buf = _empty_like_layout(x, _float_dtype(dt, "check_uniform_bounds"))
+    ops.EXTRA_METHODS["uniform_"](buf, generator=generator)
+    return ops._finish(buf.data_, requires_grad)
+
+
+def _empty_like_layout(x: np.ndarray, dt: Any) -> Tensor:
+    """An uninitialised tensor of x's shape and of the strides PyTorch's empty_like
+    gives it (x's dims in the order of its strides)."""
+    return Tensor._make(ops.in_memory_order(np.zeros(x.size, dt.np), x))
 
 
 def manual_seed(seed: int) -> Any:
