@@ -2010,7 +2010,8 @@ def _convert_index(index: Any) -> Any:
 
 def _check_subscript(shape: tuple[int, ...], parts: tuple[Any, ...]) -> bool:
     """Check the integers and slices of an index as PyTorch's slicing does, with its
-    messages (an index names its position in the subscript, `None` included); return
+    messages (an index names its position in the subscript, `None`, `...` and a 0-d
+    mask counting one each); return
     whether the subscript selects the whole tensor (no int, no None, only slices that
     span their dim), where PyTorch indexes the tensor itself rather than a view."""
     nd = len(shape)
@@ -2047,13 +2048,13 @@ def _check_subscript(shape: tuple[int, ...], parts: tuple[Any, ...]) -> bool:
             pos += 1
             whole = False
             continue
-        elif p is Ellipsis:
-            pos += nd - used
+        elif p is Ellipsis:  # (one position in PyTorch's count, however many dims)
+            pos += 1
             dim += nd - used
             continue
-        else:  # an array index (checked by _fancy_index)
+        else:  # an array index (checked by _fancy_index); a 0-d mask is one position
             n = p.ndim if p.dtype == np.bool_ else 1
-            pos += n
+            pos += n or 1
             dim += n
             whole = False
             continue
