@@ -473,7 +473,7 @@ class Reciprocal(Function):
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
-        return (-g * r * r,)
+        return (-g * (r * r),)  # PyTorch's -grad * (result * result)
 
     def jvp(ctx, ts, xs, r):
         return -ts[0] * r * r
@@ -716,7 +716,8 @@ class Tan(Function):
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
-        return (g * (r * r + 1),)
+        # PyTorch's grad * (1 + result.pow(2)): PowBackward0, AddBackward1, MulBackward0
+        return (g * AddScalar.apply(Pow.apply(r, exponent=2, dtype=r.data_.dtype), other=1),)
 
     def jvp(ctx, ts, xs, r):
         return ts[0] * (r * r + 1)
