@@ -1633,7 +1633,7 @@ class _SelectingReduction(Function):
         if not ctx.shape:
             return (g,)
         g = _unreduce(g, ctx.shape, (ctx.dim,), ctx.keepdim)
-        return (ops.scatter_into(g, ctx.dim, ctx.indices, ctx.shape),)
+        return (ScatterPut.apply(g, dim=ctx.dim, index=ctx.indices, shape=ctx.shape),)
 
     def jvp(ctx, ts, xs, r):
         t = ts[0]
@@ -2977,6 +2977,26 @@ class ScatterAdd(Function):
 
     def jvp(ctx, ts, xs, r):
         return ScatterAdd.apply(ts[0], dim=ctx.dim, index=ctx.index, shape=r.data_.shape)
+
+
+class ScatterPut(ScatterAdd):
+    """g written into zeros of `shape` at an index tensor along dim (max/min along a
+    dim's backward: PyTorch's zeros.scatter, so a -0. stays)"""
+
+    grad_fn_name = "ScatterBackward0"
+
+    def forward(ctx, g, dim, index, shape):
+        _keep(ctx, index)
+        ctx.dim, ctx.index = dim, index
+        out = np.zeros(shape, g.data_.dtype)
+        if out.ndim == 0 or index.ndim == 0:  # a 0-d operand counts as 1-d
+            out.reshape(-1)[index.reshape(-1)] = g.data_.reshape(-1)
+        else:
+            out[_along(index, dim)] = g.data_
+        return out
+
+    def jvp(ctx, ts, xs, r):
+        return ScatterPut.apply(ts[0], dim=ctx.dim, index=ctx.index, shape=r.data_.shape)
 
 
 class MaskedFill(Function):
