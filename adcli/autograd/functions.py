@@ -2895,7 +2895,8 @@ class CopySlicesOp(Function):
     def forward(ctx, base, *others, index, node, value):
         ctx.index, ctx.node = index, node
         out = base.data_.copy()
-        out[index] = value
+        if value.size:  # (an empty view of a 0-d base, picked by a False mask: nothing)
+            out[index] = value
         ctx.mask = np.ones(base.data_.shape, bool)
         ctx.mask[index] = False
         ctx.view_meta = node.in_meta[0]
@@ -2907,13 +2908,16 @@ class CopySlicesOp(Function):
         if getattr(ctx, "overlapping", False):
             raise RuntimeError(OVERLAP_MESSAGE)
         node = ctx.node
-        grads = node.backward(node, ops.getitem(g, ctx.index))
-        g_view = grads[0]
         shape, dtype = ctx.view_meta
+        g_slice = ops.getitem(g, ctx.index)
+        if not g_slice.data_.size and g_slice.data_.shape != shape:
+            g_slice = ops.reshape(g_slice, shape)  # an empty view of a 0-d base
+        grads = node.backward(node, g_slice)
+        g_view = grads[0]
         # the view's gradient written into g's copy, as PyTorch's copy_ (not added to
         # zeros: a -0. outside the view stays -0.)
         inner = 0.0
-        if g_view is not None:
+        if g_view is not None and g_view.data_.size:
             g_view = ops.to_dtype(ops.sum_to(g_view, shape), dtype)
             inner = ops.embed(g_view, ctx.index, ctx.mask.shape)
         gb = ops.where(Tensor._make(ctx.mask), g, inner)

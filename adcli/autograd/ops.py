@@ -2231,7 +2231,7 @@ def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
     b, v = base.data_, view.data_
     if v.size == 0:
         if b.ndim == 0:  # NumPy's 0-d False mask picks nothing from a 0-d base
-            return (np.zeros((), bool),) if v.ndim == 1 else None
+            return (np.zeros((), bool),)
         return tuple(np.zeros(v.shape, np.intp) for _ in b.shape)
     if b.size == 0:
         return None
@@ -2358,7 +2358,8 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
         # PyTorch's backward writes the view's gradient through the same overlapping
         # view, which it then refuses: so does this node's backward
         out.grad_fn.overlapping = True
-    base.data_[idx] = value.astype(base.data_.dtype, copy=False)
+    if value.size:  # (an empty view of a 0-d base, picked by a False mask: nothing)
+        base.data_[idx] = value.astype(base.data_.dtype, copy=False)
     base._vc[0] += 1
     _adopt_node(base, out)
     if node is not None and type(node.saved) is tuple:
@@ -2493,8 +2494,9 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     vt = v if v is not None else _scalar_tensor(value, a.dtype)
     if a._base is not None and not advanced:
         # PyTorch writes through the view a[idx] (copy_, or fill_ for a 0-d value), so
-        # an expanded `a` changes only where that view points
-        sub = getitem(a, idx)
+        # an expanded `a` changes only where that view points (a False 0-d mask's is an
+        # empty view, which NumPy's selection, a copy, is not)
+        sub = getitem(getitem(a, None), slice(0, 0)) if _is_0d_mask(idx) else getitem(a, idx)
         if v is None or fills:
             sub.fill_(vt)
         else:  # (the value expanded to the target's shape first, as PyTorch's copy_to)
