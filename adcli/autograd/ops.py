@@ -1745,14 +1745,13 @@ def cat(tensors: Sequence[Tensor], dim: int | None = None, *, axis: int | None =
         return F.Cat.apply(*ts, dim=0, dtype=rt.np)
     first = real[0][1]
     nd = first.data_.ndim
-    for _, x in real[1:]:
+    d = _norm_dim(dim, nd)
+    ref = first.data_.shape
+    for i, x in real[1:]:  # PyTorch checks each tensor in turn: its dims, then its sizes
         if x.data_.ndim != nd:
             raise RuntimeError(
                 f"Tensors must have same number of dimensions: got {nd} and {x.data_.ndim}"
             )
-    d = _norm_dim(dim, nd)
-    ref = first.data_.shape
-    for i, x in real[1:]:
         for k, (p, q) in enumerate(zip(ref, x.data_.shape, strict=False)):
             if k != d and p != q:
                 raise RuntimeError(

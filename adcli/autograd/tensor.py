@@ -667,6 +667,8 @@ class Tensor:
 
     def neg_(self) -> Tensor:
         """In-place negation."""
+        if self.data_.dtype == np.bool_:  # (neg's own check comes before the overlap one)
+            ops.neg(self)
         return self._inplace(ops.neg)
 
     def exp_(self) -> Tensor:
