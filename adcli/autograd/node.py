@@ -130,9 +130,8 @@ class SavedTensor:
             self.tensor = None
 
     def unpack(self, node: Function) -> Tensor:
-        """The saved tensor, after checking that no in-place op changed it."""
-        if self.counter[0] != self.version:
-            raise SavedTensorError(_version_message(self, node), node, self.counter)
+        """The saved tensor, after checking that no in-place op changed it (PyTorch's
+        order: a tensor detached in place since is refused first)."""
         t = self.tensor
         if (
             DETACHED_IN_PLACE
@@ -141,6 +140,8 @@ class SavedTensor:
             and DETACHED_IN_PLACE.get(id(t)) is t
         ):
             raise RuntimeError(DETACHED_MESSAGE)
+        if self.counter[0] != self.version:
+            raise SavedTensorError(_version_message(self, node), node, self.counter)
         if self.hooked is not None:
             packed, unpack = self.hooked
             return unpack(packed)
