@@ -56,6 +56,7 @@ PACK_ORDER: dict[str, tuple[int, ...]] = {
     "DotBackward0": (1, 0),
     "MvBackward0": (1, 0),
     "AddmmBackward0": (1, 0),
+    "ClampBackward0": (2, 1, 0),
     "MaximumBackward0": (1, 0),
     "MinimumBackward0": (1, 0),
     "RemainderBackward1": (1, 0),

@@ -1000,6 +1000,12 @@ for f, b in ((torch.mv, b), (torch.matmul, b), (torch.mm, n), (lambda x, y: x.ad
         y.sum().backward()
     except RuntimeError as e:
         print(e)
+lo = torch.tensor(1.5, requires_grad=True)
+hi = torch.tensor(1.8, requires_grad=True)
+for f in (lambda: a.clamp(max=hi), lambda: a.clamp(lo, hi)):  # clamp: max, min, self
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = f()
+    y.sum().backward()
 torch.manual_seed(210)
 t2 = torch.zeros([], dtype=torch.float64, requires_grad=True)
 t5 = t2 / 1.0
