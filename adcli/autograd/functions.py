@@ -2847,6 +2847,15 @@ class CopySlices(_CopyInto):
         """PyTorch's `name()` of this C++ node is namespaced (the repr is not)."""
         return "torch::autograd::CopySlices"
 
+    def backward(ctx, g):
+        if getattr(ctx, "freed", False):  # PyTorch drops the wrapped copy after one pass
+            raise SavedTensorError(FREED_MESSAGE, ctx)
+        return _CopyInto.backward(ctx, g)
+
+    def release(self, marker: Any = None) -> None:
+        super().release(marker)
+        self.freed = True
+
 
 class IndexPut(_CopyInto):
     """`x[idx] = v` with an array or mask index (`index_put_`) on a recorded tensor"""
