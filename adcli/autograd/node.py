@@ -427,6 +427,8 @@ class Function(Node):
             return out
         ctx.needs_input_grad = needs
         data = cls.forward(ctx, *inputs, **params)
+        if not cls.multi_output and data.dtype.kind not in "fc":
+            _check_differentiable(data, inputs, needs)
         # One pass over the inputs for the edges and the (shape, dtype) metas.  Both
         # use shared tuples where they can (the constant edge; interned metas), as
         # they are the bulk of a node's memory and of the objects the GC walks.
@@ -491,6 +493,15 @@ class Function(Node):
         if fw_hook is not None:
             fw_hook(ctx, inputs, outs)
         return outs
+
+
+def _check_differentiable(data: Any, inputs: tuple[Any, ...], needs: tuple[bool, ...]) -> None:
+    """PyTorch's refusal to record an integer or bool result of an integer or bool tensor
+    that requires grad (one a fill_ or copy_ from a float tensor requiring grad made)."""
+    for t, need in zip(inputs, needs):  # noqa: B905 (same length by construction)
+        if need and isinstance(t, Tensor) and t.data_.dtype.kind not in "fc":
+            name = of_array(data).legacy[: -len("Tensor")]
+            raise RuntimeError(f"Autograd not support dtype: {name}")
 
 
 class Freed:
