@@ -20,9 +20,12 @@ Warnings (``UserWarning`` lines) are compared too, by line and message.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
+import os
 import re
+import sys
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -133,6 +136,7 @@ def run_torch(text: str) -> Outcome:
     torch.set_grad_enabled(True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
+        warnings._showwarnmsg_impl = functools.partial(_record_warning, caught)  # type: ignore[attr-defined]
         with contextlib.redirect_stdout(out):
             try:
                 exec(compile(text, FILENAME, "exec"), ns)
@@ -147,6 +151,22 @@ def run_torch(text: str) -> Outcome:
         if w.filename == FILENAME and not str(w.message).startswith(ONCE_PER_PROCESS)
     ]
     return Outcome(out.getvalue(), got, error, grad_enabled_after=grad_after)
+
+
+_MODULES_DIR = os.sep + os.path.join("torch", "nn", "modules") + os.sep
+
+
+def _record_warning(caught: list[Any], msg: Any) -> None:
+    """Record a warning of the torch run. One that a torch.nn module's forward passes on
+    from a functional (stacklevel=2 lands in torch/nn/modules/) is located at the
+    program's line that called the module, where the program sees it (and adcli gives it)."""
+    if msg.filename != FILENAME and _MODULES_DIR in msg.filename:
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_filename != FILENAME:
+            f = f.f_back
+        if f is not None:
+            msg.filename, msg.lineno = FILENAME, f.f_lineno
+    caught.append(msg)
 
 
 def _error_line(e: BaseException) -> int:
