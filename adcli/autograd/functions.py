@@ -1964,9 +1964,11 @@ def _blas_mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _column_major(t: Tensor) -> bool:
     """Whether matrix t is laid out column by column (PyTorch's test in
     mm_mat1_backward / mm_mat2_backward: strides (1, rows))."""
-    st = t.data_.strides
-    isz = t.data_.itemsize
-    return st[0] == isz and st[1] == t.data_.shape[0] * isz
+    x = t.data_
+    if x.ndim != 2 or not x.itemsize:
+        return False
+    s0, s1 = (st // x.itemsize for st in x.strides)
+    return s0 == 1 and s1 == x.shape[0]
 
 
 def _mm_mat1_backward(g: Tensor, mat2: Tensor, column_major: bool) -> Tensor:
