@@ -3480,8 +3480,9 @@ class NllLoss(Function):
 
     grad_fn_name = "NllLossBackward0"
 
-    def forward(ctx, logp, weight, target, reduction, ignore_index):
-        # weight is a constant (PyTorch gives it no gradient and no edge)
+    def forward(ctx, logp, weight, target, reduction, ignore_index, kept=()):
+        # weight is a constant (PyTorch gives it no gradient and no edge); `kept`: the
+        # target and weight tensors, saved (version-checked) as PyTorch saves them
         x = logp.data_
         tgt = target.astype(np.int64)
         batched = x.ndim >= 2
@@ -3498,7 +3499,7 @@ class NllLoss(Function):
         # an ignored target contributes an exact +0 (not -logp * 0: NaN for -inf)
         losses = np.where(valid, -picked * wt, np.zeros((), x.dtype))
         ctx.params = (weight, target, reduction, ignore_index)
-        ctx.save(logp)
+        ctx.save(logp, *kept)
         if reduction == "none" and batched:
             return losses
         # PyTorch's kernel sums into a +0 here (one sample, or a reduction): a -0 loss is +0
@@ -3509,7 +3510,7 @@ class NllLoss(Function):
             return (total / wt.sum(dtype=x.dtype)).astype(x.dtype)
 
     def backward(ctx, g):
-        (logp,) = ctx.saved_tensors
+        logp = ctx.saved_tensors[0]
         weight, target, reduction, ignore_index = ctx.params
         gx = NllLossBackward.apply(
             g, logp, weight=weight, target=target, reduction=reduction, ignore_index=ignore_index

@@ -2629,6 +2629,7 @@ def nll_loss(
         target=target.data_,
         reduction=_reduction(reduction),
         ignore_index=ignore_index,
+        kept=(target,) if weight is None else (target, weight),
     )
 
 
