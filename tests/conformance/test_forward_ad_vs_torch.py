@@ -228,6 +228,8 @@ CASES: list[Case] = [
     ("grad_nll", [S], lambda T, x: _gr(
         T, lambda v: T.F.nll_loss(v.log_softmax(1), T.tensor([0, 3, 1])), x)),
     ("grad_max_dim", [S], lambda T, x: _gr(T, lambda v: v.max(1).values * v[:, 0], x)),
+    ("grad_gather", [S], lambda T, x: _gr(
+        T, lambda v: T.gather(v, 1, T.tensor([[0, 3], [1, 1], [2, 0]])) ** 2, x)),
     ("grad_index", [S], lambda T, x: _gr(T, lambda v: v[T.tensor([2, 0, 2])] ** 2, x)),
     ("grad_slice", [S], lambda T, x: _gr(T, lambda v: v[:, 1:3] ** 2, x)),
     ("grad_as_strided", [S], lambda T, x: _gr(
