@@ -2995,8 +2995,9 @@ class ScatterAdd(Function):
 
 
 class ScatterPut(ScatterAdd):
-    """g written into zeros of `shape` at an index tensor along dim (max/min along a
-    dim's backward: PyTorch's zeros.scatter, so a -0. stays)"""
+    """g written into zeros of `shape` at an index tensor along dim (max/min's backward)
+
+    PyTorch's zeros.scatter along the dim max or min reduced, so a -0. stays."""
 
     grad_fn_name = "ScatterBackward0"
 
