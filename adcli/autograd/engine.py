@@ -615,6 +615,11 @@ def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
             t._grad = Tensor._make(t._grad.data_ + g.data_)
 
 
+#: nodes whose inputs are one list argument to PyTorch (its gradient formula fills the
+#: whole range when any element needs a gradient)
+_LIST_INPUTS = frozenset({"StackBackward0", "CatBackward0"})
+
+
 def _apply(
     node: Node, grads: list[Tensor | None], needed: set[Node] | None = None
 ) -> Sequence[Tensor | None]:
@@ -631,21 +636,24 @@ def _apply(
         outs = node.backward(node, grads[0])
     if len(outs) != len(node.next_functions):
         _apply_count_error(node, outs)
-    if anomaly_check is not None:  # see the note at `anomaly_check` above
-        anomaly_check(node, outs)
     if node.pre_hooks and any(h[0] == "post" for h in node.pre_hooks):
         # PyTorch reduces and casts the gradients to the inputs' shapes and dtypes
         # before the node's post hooks see them
         # (and see none for the inputs that need none, or lead nowhere this pass needs)
+        drop = [
+            g is None or nxt is None or (needed is not None and nxt not in needed)
+            for g, (nxt, _) in zip(outs, node.next_functions, strict=False)
+        ]
+        if node.grad_fn_name in _LIST_INPUTS and not all(drop):
+            # one input list to PyTorch: computed (and seen) whole once any part is needed
+            drop = [g is None for g in outs]
         outs = [
-            None
-            if g is None or nxt is None or (needed is not None and nxt not in needed)
-            else g
-            if meta is None
-            else _fit(g, meta)
-            for g, meta, (nxt, _) in zip(outs, node.in_meta, node.next_functions, strict=False)
+            None if dropped else g if meta is None else _fit(g, meta)
+            for g, meta, dropped in zip(outs, node.in_meta, drop, strict=False)
         ]
         outs = _post_hooks(node, outs, grads)
+    if anomaly_check is not None:  # see the note at `anomaly_check` above (PyTorch checks
+        anomaly_check(node, outs)  # what the node returns, after its post hooks)
     return outs
 
 
