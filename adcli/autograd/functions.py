@@ -1630,8 +1630,9 @@ class _SelectingReduction(Function):
 
     def backward(ctx, g):
         _check_kept(ctx)
-        if not ctx.shape:
-            return (g,)
+        if not ctx.shape:  # PyTorch's zeros.scatter of a 0-d tensor: a new tensor, not g
+            index = np.zeros((), np.int64)
+            return (ScatterPut.apply(g, dim=0, index=index, shape=()),)
         g = _unreduce(g, ctx.shape, (ctx.dim,), ctx.keepdim)
         return (ScatterPut.apply(g, dim=ctx.dim, index=ctx.indices, shape=ctx.shape),)
 
