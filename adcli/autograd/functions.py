@@ -428,11 +428,15 @@ class PowScalarBase(Function):
             return _pow_arrays(np.asarray(base, dtype), _d(b, dtype))
 
     def backward(ctx, g):
-        _, result = ctx.saved_tensors
+        # PyTorch's pow_backward_exponent: grad * (result * log(base)), the inner product
+        # by a number (MulBackward1), the log taken in double; for base 0, 0 where the
+        # exponent is >= 0
+        exponent, result = ctx.saved_tensors
         if ctx.base == 0:
-            return (ops.where(result == 0, 0.0, g * result * float("-inf")),)
-        # PyTorch: grad * (result * log(base)), the log taken in double
-        return (g * (result * _log_number(ctx.base)),)
+            zero = Tensor._make(np.zeros((), result.data_.dtype))
+            inner = ops.where(exponent >= 0, zero, MulScalar.apply(result, other=float("-inf")))
+            return (g * inner,)
+        return (g * MulScalar.apply(result, other=_log_number(ctx.base)),)
 
     def jvp(ctx, ts, xs, r):
         t = ts[0]
