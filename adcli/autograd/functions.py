@@ -94,7 +94,7 @@ class Add(Function):
         return kernels32.fma(_d(b, dtype), np.asarray(alpha, dtype), _d(a, dtype))
 
     def backward(ctx, g):
-        return g, (g if ctx.alpha == 1 else g * ctx.alpha)
+        return g, _times(g, ctx.alpha)  # PyTorch's maybe_multiply(grad, alpha)
 
     def jvp(ctx, ts, xs, r):
         ta, tb = ts
@@ -114,7 +114,7 @@ class Sub(Function):
         return kernels32.fma(_d(b, dtype), np.asarray(-alpha, dtype), _d(a, dtype))
 
     def backward(ctx, g):
-        return g, (-g if ctx.alpha == 1 else g * -ctx.alpha)
+        return g, _times(-g, ctx.alpha)  # PyTorch's maybe_multiply(-grad, alpha)
 
     def jvp(ctx, ts, xs, r):
         ta, tb = ts
