@@ -1934,7 +1934,8 @@ class Cumsum(Function):
         return out + x.dtype.type(0) if x.dtype.kind == "f" else out
 
     def backward(ctx, g):
-        if g.data_.ndim == 0:
+        # PyTorch's trivial case returns the incoming gradient itself (the same tensor)
+        if g.data_.ndim == 0 or g.data_.size <= 1 or g.data_.shape[ctx.dim] == 1:
             return (g,)
         return (ops.flip(ops.cumsum(ops.flip(g, (ctx.dim,)), ctx.dim), (ctx.dim,)),)
 
