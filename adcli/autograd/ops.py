@@ -1942,6 +1942,12 @@ def embed(g: Tensor, index: Any, shape: tuple[int, ...]) -> Tensor:
 
 def masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     """a with `value` where mask is True."""
+    # out of place, PyTorch broadcasts mask and a before it looks at mask's dtype
+    _broadcast_check(_as_array(mask), a.data_)
+    return _masked_fill(a, mask, value)
+
+
+def _masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     m = _as_array(mask)
     if m.dtype != np.bool_:
         raise RuntimeError(
@@ -3206,7 +3212,7 @@ def _masked_fill_(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     a._check_inplace((value,))  # autograd's checks come before the kernel's warning
     if a.data_.size and _expanded(a.data_):  # (an empty tensor overlaps nothing)
         _config.warn(EXPANDED_WARNING.format("masked_fill_", "[mask] = scalar", 2450))
-    return a._inplace(lambda t, v: masked_fill(t, mask, v), value, _overlap_ok=True)
+    return a._inplace(lambda t, v: _masked_fill(t, mask, v), value, _overlap_ok=True)
 
 
 def _expanded(a: np.ndarray) -> bool:
