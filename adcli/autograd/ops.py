@@ -2133,7 +2133,14 @@ def getitem(a: Tensor, index: Any) -> Tensor:
             if p.step is not None and p.step <= 0:
                 raise ValueError("step must be greater than zero")
             size = out.data_.shape[dim]
-            if lone or p.indices(size) != (0, size, 1):
+            # PyTorch compares the slice as written, before wrapping it: `0:`, `:5` on
+            # 3 elements keep the dim, `-3:` and (on 0 elements) `:-1` do not
+            whole = (
+                p.step in (None, 1)
+                and (p.start is None or p.start == 0)
+                and (p.stop is None or p.stop >= size)
+            )
+            if lone or not whole:
                 idx = [slice(None)] * out.data_.ndim
                 idx[dim] = p
                 out = _view_of(out, F.Slice.apply(out, index=tuple(idx)))
