@@ -3030,7 +3030,8 @@ class MaskedFill(Function):
         _keep(ctx, mask, kept=kept)
         ctx.mask = mask
         x = a.data_
-        return np.where(mask, np.asarray(value, x.dtype), x)
+        # contiguous, as PyTorch's out-of-place masked_fill clones (Contiguous) first
+        return np.ascontiguousarray(np.where(mask, np.asarray(value, x.dtype), x))
 
     def backward(ctx, g):
         _check_kept(ctx)
@@ -3049,7 +3050,7 @@ class MaskedFillTensor(Function):
         _keep(ctx, mask, kept=kept)
         ctx.mask = mask
         x = a.data_
-        return np.where(mask, value.data_.astype(x.dtype), x)
+        return np.ascontiguousarray(np.where(mask, value.data_.astype(x.dtype), x))
 
     def backward(ctx, g):
         _check_kept(ctx)
