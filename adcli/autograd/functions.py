@@ -1898,7 +1898,9 @@ class Std(Function):
 
     def backward(ctx, g):
         a, r = ctx.saved_tensors
-        return (_var_backward(ctx, ops.where(r == 0, 0.0, g / (r * 2)), a),)
+        # PyTorch's std_backward: grad / (result * 2), masked_fill_ to 0 where result is 0
+        half = g / MulScalar.apply(r, other=2)  # C++'s result * 2: MulBackward1
+        return (_var_backward(ctx, ops.masked_fill(half, r == 0, 0.0), a),)
 
     def jvp(ctx, ts, xs, r):
         (t,), (a,) = ts, xs
@@ -1913,9 +1915,13 @@ def _var_backward(ctx: Function, g: Tensor, a: Tensor) -> Tensor:
     dof = int(np.prod([ctx.shape[d] for d in ctx.dims])) - ctx.correction
     if dof <= 0 and (ctx.whole or not ctx.shape):
         return g * ops.where(a == ops.mean(a), float("nan"), float("inf"))
-    g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
-    centred = a - ops.mean_dims(a, ctx.dims, True)
-    return g * centred * (2.0 / dof if dof else float("inf"))
+    if ctx.whole:  # PyTorch's full reduction: a 0-d grad, self - self.mean()
+        centred = a - ops.mean(a)
+    else:
+        g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
+        centred = a - ops.mean_dims(a, ctx.dims, True)
+    # PyTorch's (2.0 / dof) * grad * (self - mean): the number first (MulBackward1)
+    return MulScalar.apply(g, other=2.0 / dof if dof else float("inf")) * centred
 
 
 class Cumsum(Function):
@@ -3031,7 +3037,7 @@ class MaskedFill(Function):
         ctx.mask = mask
         x = a.data_
         # contiguous, as PyTorch's out-of-place masked_fill clones (Contiguous) first
-        return np.ascontiguousarray(np.where(mask, np.asarray(value, x.dtype), x))
+        return _c_order(np.where(mask, np.asarray(value, x.dtype), x))
 
     def backward(ctx, g):
         _check_kept(ctx)
@@ -3050,7 +3056,7 @@ class MaskedFillTensor(Function):
         _keep(ctx, mask, kept=kept)
         ctx.mask = mask
         x = a.data_
-        return np.ascontiguousarray(np.where(mask, value.data_.astype(x.dtype), x))
+        return _c_order(np.where(mask, value.data_.astype(x.dtype), x))
 
     def backward(ctx, g):
         _check_kept(ctx)
