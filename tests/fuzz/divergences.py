@@ -32,14 +32,6 @@ class Divergence:
 
 DELIBERATE: tuple[Divergence, ...] = (
     Divergence(
-        "dropout-training",
-        "uncaught",
-        r"adcli does not support torch\.nn\.functional\.dropout in training",
-        "Dropout masks come from PyTorch's Bernoulli sampler, which adcli does not "
-        "reproduce; rather than print different random numbers it refuses training-mode "
-        "dropout with p > 0 (p = 0 and training=False are supported).",
-    ),
-    Divergence(
         "gradient-views",
         "error-missing",
         r"Can't detach views in-place",
