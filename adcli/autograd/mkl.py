@@ -221,6 +221,26 @@ def _float(v: float) -> Any:
 _INT_MAX = 2**31 - 1
 
 
+def _normalize_last_dims(
+    ta: bool, tb: bool, m: int, n: int, k: int, lda: int, ldb: int, ldc: int
+) -> tuple[int, int, int]:
+    """PyTorch's cpublas normalize_last_dims: leading dimensions of size-1 sides set as
+    it sets them, since MKL picks its kernel (and its rounding) by them."""
+    if n == 1:
+        ldc = m
+    if ta:
+        if m == 1:
+            lda = k
+    elif k == 1:
+        lda = m
+    if tb:
+        if k == 1:
+            ldb = n
+    elif n == 1:
+        ldb = k
+    return lda, ldb, ldc
+
+
 def _elem_strides(x: np.ndarray) -> list[int] | None:
     """x's strides in elements, or None when BLAS cannot read them (negative, odd)."""
     out = []
@@ -343,19 +363,7 @@ def addmm(
     lda = sa[1 if ta == tc else 0]
     ldb = sb[1 if tb == tc else 0]
     ldc = cols if tc else 1
-    # PyTorch's cpublas normalize_last_dims
-    if n == 1:
-        ldc = m
-    if ta:
-        if m == 1:
-            lda = k
-    elif k == 1:
-        lda = m
-    if tb:
-        if k == 1:
-            ldb = n
-    elif n == 1:
-        ldb = k
+    lda, ldb, ldc = _normalize_last_dims(ta, tb, m, n, k, lda, ldb, ldc)
     if lda > _INT_MAX or ldb > _INT_MAX or ldc > _INT_MAX:
         return None
     mkl.sgemm(
@@ -480,19 +488,7 @@ def bmm(b1: np.ndarray, b2: np.ndarray) -> np.ndarray | None:
     m, n = cols, rows
     lda = s2[2 if ta else 1]
     ldb = s1[2 if tb else 1]
-    ldc = cols
-    if n == 1:  # normalize_last_dims
-        ldc = m
-    if ta:
-        if m == 1:
-            lda = k
-    elif k == 1:
-        lda = m
-    if tb:
-        if k == 1:
-            ldb = n
-    elif n == 1:
-        ldb = k
+    lda, ldb, ldc = _normalize_last_dims(ta, tb, m, n, k, lda, ldb, cols)
     if max(lda, ldb, ldc) > _INT_MAX:
         return None
     if batch == 1:
