@@ -220,11 +220,11 @@ def test_the_editor_suggests_from_history_and_right_arrow_takes_it(tmp_path: Pat
 
         def type_keys() -> None:
             inp.send_text("pri")
-            time.sleep(0.5)  # the suggestion is computed in the background
+            time.sleep(1.5)  # the suggestion is computed in the background (slow under load)
             inp.send_text("\x1b[C")  # Right arrow: take the suggestion
-            time.sleep(0.2)
-            inp.send_text("\r")
             time.sleep(0.5)
+            inp.send_text("\r")
+            time.sleep(1.0)
             inp.send_text("\x04")
 
         feeder = threading.Thread(target=type_keys, daemon=True)
