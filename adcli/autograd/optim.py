@@ -276,19 +276,17 @@ class SGD(Optimizer):
         return loss
 
 
-def _check(lr: float, eps: float | None = None, weight_decay: float = 0) -> None:
+def _check(lr: float, eps: float | None = None, weight_decay: float = 0, betas: Any = ()) -> None:
+    """PyTorch's argument checks, in its order: lr, eps, betas, weight_decay."""
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     if eps is not None and not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-
-
-def _check_betas(betas: Any) -> None:
     for i, b in enumerate(betas):
         if not 0.0 <= b < 1.0:
             raise ValueError(f"Invalid beta parameter at index {i}: {b}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
 def _grad(p: Tensor, maximize: bool) -> np.ndarray:
@@ -315,9 +313,7 @@ class Adam(Optimizer):
         fused: Any = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
-        _check(lr, eps)
-        _check_betas(betas)
-        _check(lr, eps, weight_decay)
+        _check(lr, eps, weight_decay, betas)
         super().__init__(
             params,
             dict(
@@ -422,9 +418,7 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ) -> None:
-        _check(lr, eps)
-        _check_betas(betas)
-        _check(lr, eps, weight_decay)
+        _check(lr, eps, weight_decay, betas)
         super().__init__(
             params,
             dict(
@@ -483,9 +477,7 @@ class NAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        _check(lr, eps)
-        _check_betas(betas)
-        _check(lr, eps, weight_decay)
+        _check(lr, eps, weight_decay, betas)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         super().__init__(
@@ -559,9 +551,7 @@ class RAdam(Optimizer):
         capturable: bool = False,
         differentiable: bool = False,
     ) -> None:
-        _check(lr, eps)
-        _check_betas(betas)
-        _check(lr, eps, weight_decay)
+        _check(lr, eps, weight_decay, betas)
         super().__init__(
             params,
             dict(
