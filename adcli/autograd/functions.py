@@ -2686,8 +2686,8 @@ def _distinct(index: Any, shape: tuple[int, ...]) -> bool:
     """Whether an index of position arrays names no element twice."""
     if not isinstance(index, tuple) or not all(isinstance(i, np.ndarray) for i in index):
         return False
-    if not index or not index[0].size:
-        return True
+    if not index or not index[0].size or index[0].dtype == bool:
+        return True  # (a boolean mask, the 0-d base's empty view, names nothing twice)
     flat = np.ravel_multi_index(index, shape).ravel()
     return np.unique(flat).size == flat.size
 
