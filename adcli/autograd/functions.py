@@ -2932,18 +2932,22 @@ class CopySlicesOp(Function):
             raise RuntimeError(OVERLAP_MESSAGE)
         node = ctx.node
         shape, dtype = ctx.view_meta
-        g_slice = ops.getitem(g, ctx.index)
+        # PyTorch's steps, so a create_graph pass builds its graph: g copied into fresh
+        # storage (CopyBackwards), the view's place in it (AsStridedBackward0) cloned for
+        # the wrapped node (CloneBackward0), whose gradient is then copied back there
+        # (CopySlices; a -0. outside the view stays -0.)
+        result = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
+        g_slice = AsStrided.apply(result, index=ctx.index)
         if not g_slice.data_.size and g_slice.data_.shape != shape:
             g_slice = ops.reshape(g_slice, shape)  # an empty view of a 0-d base
-        grads = node.backward(node, g_slice)
+        grads = node.backward(node, ops.clone(g_slice))
         g_view = grads[0]
-        # the view's gradient written into g's copy, as PyTorch's copy_ (not added to
-        # zeros: a -0. outside the view stays -0.)
-        inner = 0.0
-        if g_view is not None and g_view.data_.size:
+        if g_view is None:
+            g_view = Tensor._make(np.zeros(shape, dtype))
+        gb = result
+        if g_view.data_.size:
             g_view = ops.to_dtype(ops.sum_to(g_view, shape), dtype)
-            inner = ops.embed(g_view, ctx.index, ctx.mask.shape)
-        gb = ops.where(Tensor._make(ctx.mask), g, inner)
+            gb = CopySlices.apply(result, g_view, index=ctx.index, dtype=result.data_.dtype)
         return (gb,) + tuple(grads[1:])
 
     def release(self, marker: Any = None) -> None:
