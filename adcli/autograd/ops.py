@@ -2434,8 +2434,9 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     if grad_mode.state.enabled:
         if a.grad_fn is None and a._requires_grad:
             # PyTorch writes into the leaf itself for a whole-tensor subscript and for
-            # array indices, else through a view of it
-            itself = whole or not sliced
+            # array indices, else through a view of it; a leaf that is itself a view
+            # (made to require grad) is named as one
+            itself = (whole or not sliced) and a._base is None
             raise RuntimeError(
                 ("a leaf Variable" if itself else "a view of a leaf Variable")
                 + " that requires grad is being used in an in-place operation."
