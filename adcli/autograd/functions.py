@@ -2643,12 +2643,21 @@ class AsStrided(_Getitem):
         return (ops.as_strided(r, r.data_.shape, strides, 0),)
 
 
+class AsStridedRebase(AsStrided):
+    """A view's node re-derived from its base after an in-place change: as_strided's,
+    for a view of any dtype (an integer or bool view of a base that a fill_ or copy_ of
+    a float requiring grad made require grad gets one too, as in PyTorch)."""
+
+    any_dtype = True
+
+
 class AsStridedExpand(Function):
     """a 0-d base's value at each element of `shape` (an expanded view's re-derived node)
 
     After an in-place change, where PyTorch re-derives an as_strided of the 0-d base."""
 
     grad_fn_name = "AsStridedBackward0"
+    any_dtype = True
 
     def forward(ctx, a, shape):
         return np.broadcast_to(a.data_, shape)

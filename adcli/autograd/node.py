@@ -11,9 +11,10 @@ class through the `Tensor` name that tensor.py binds here.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from . import grad_mode
@@ -321,6 +322,9 @@ class Function(Node):
     __slots__ = ("saved", "needs_input_grad", "in_meta", "__dict__")
     registry: ClassVar[dict[str, type[Function]]] = {}
     differentiable: ClassVar[bool] = True
+    # recorded on an integer or bool result too (a view's re-derived node, which
+    # PyTorch builds directly rather than through a recorded op's dtype check)
+    any_dtype: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -427,7 +431,7 @@ class Function(Node):
             return out
         ctx.needs_input_grad = needs
         data = cls.forward(ctx, *inputs, **params)
-        if not cls.multi_output and data.dtype.kind not in "fc":
+        if not cls.multi_output and data.dtype.kind not in "fc" and not (cls.any_dtype or in_place):
             _check_differentiable(data, inputs, needs)
         # One pass over the inputs for the edges and the (shape, dtype) metas.  Both
         # use shared tuples where they can (the constant edge; interned metas), as
@@ -500,8 +504,12 @@ def _check_differentiable(data: Any, inputs: tuple[Any, ...], needs: tuple[bool,
     that requires grad (one a fill_ or copy_ from a float tensor requiring grad made)."""
     for t, need in zip(inputs, needs):  # noqa: B905 (same length by construction)
         if need and isinstance(t, Tensor) and t.data_.dtype.kind not in "fc":
-            name = of_array(data).legacy[: -len("Tensor")]
-            raise RuntimeError(f"Autograd not support dtype: {name}")
+            raise RuntimeError(dtype_refusal(data))
+
+
+def dtype_refusal(data: Any) -> str:
+    """PyTorch's error for recording an op whose result (an array) is integer or bool."""
+    return f"Autograd not support dtype: {of_array(data).legacy[: -len('Tensor')]}"
 
 
 class Freed:
@@ -556,6 +564,22 @@ def _result_dtype(data: Any) -> Any:
 # forward_ad.propagate while a dual level is open, else None: `apply` calls it with the
 # node, its inputs and its output(s), so an op costs one test when no level is open.
 fw_hook: Callable[..., None] | None = None
+
+# True while an in-place op runs as its out-of-place form: PyTorch's in-place kernels
+# record on an integer or bool tensor that requires grad (a fill_ or copy_ of a float
+# that does made it so) without the dtype check that refuses such a new result
+in_place = False
+
+
+@contextlib.contextmanager
+def recording_in_place() -> Iterator[None]:
+    """Run an in-place op's out-of-place form without the result dtype check."""
+    global in_place
+    outer, in_place = in_place, True
+    try:
+        yield
+    finally:
+        in_place = outer
 
 
 def _tensor_class() -> Any:

@@ -25,7 +25,7 @@ from .config import check_numel
 from .config import config as _config
 from .dtypes import DType
 from .generator import pick as _pick_generator
-from .node import short_name
+from .node import dtype_refusal, recording_in_place, short_name
 from .tensor import (
     Tensor,
     ZeroCounter,
@@ -2316,7 +2316,7 @@ def rebase_view(view: Tensor) -> None:
     view._view_version = version
     if idx is not None:
         params: dict[str, Any] = {"index": idx}
-        make = F.AsStrided
+        make = F.AsStridedRebase
     elif base.data_.ndim == 0 and view.data_.size:  # an expand of a 0-d base
         params, make = {"shape": view.data_.shape}, F.AsStridedExpand
     else:
@@ -2344,7 +2344,7 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     CopySlices node wrapping the op's node (so its next_functions are the base's old
     node and the op's other inputs, as in PyTorch) and the view an AsStridedBackward0
     re-derived from the base."""
-    from .tensor import _adopt_node, check_write
+    from .tensor import _adopt_node, check_saved_self, check_write
 
     base = view._base
     idx = view_position(view)
@@ -2353,18 +2353,22 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     # the view's old value, for fn's node (requiring grad as the view does: a value
     # saved from it then requires grad only when the base does)
     stand_in = Tensor._make(view.data_.copy(), view.requires_grad)
-    result = fn(stand_in, *args, **kwargs)
+    with recording_in_place():
+        result = fn(stand_in, *args, **kwargs)
     node = result.grad_fn
+    check_saved_self(node, stand_in)
     value = result.data_
     check_write(view.data_, value)
     snapshot = Tensor._make(
         base.data_.copy(), base._requires_grad, base.grad_fn, [base._vc[0]], base._output_nr
     )
     snapshot._acc = base._acc
-    if node is None:
-        out = F.CopySlices.apply(snapshot, Tensor._make(value), index=idx, dtype=base.data_.dtype)
-    else:
-        out = F.CopySlicesOp.wrap(snapshot, node, idx, value)
+    with recording_in_place():  # (PyTorch makes the base's CopySlices node directly)
+        if node is None:
+            value_t = Tensor._make(value)
+            out = F.CopySlices.apply(snapshot, value_t, index=idx, dtype=base.data_.dtype)
+        else:
+            out = F.CopySlicesOp.wrap(snapshot, node, idx, value)
     d = view.data_
     if d.size and _py.any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)):
         # PyTorch's backward writes the view's gradient through the same overlapping
@@ -2383,7 +2387,9 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
         for saved in outputs:
             saved.counter, saved.version = base._vc, base._vc[0]
             saved.view_fn = view_fn
-    # the view (sharing the base's version counter) re-derives its node when next read
+    # the view (sharing the base's version counter) re-derives its node now, as
+    # PyTorch's rebase_history does (its other views when next read)
+    view.grad_fn  # noqa: B018
     return view
 
 
@@ -2427,11 +2433,22 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     shape_first = sliced and _py.all(
         _is_basic(p) or type(r) is bool for p, r in zip(parts, raw, strict=True)
     )
+    if sliced and not whole and grad_mode.state.enabled and a.data_.dtype.kind not in "fc":
+        if a.requires_grad:  # (by a fill_ of a float that does) PyTorch's view `a[index]`
+            raise RuntimeError(dtype_refusal(a.data_))  # records, and refuses that
     if v is not None and shape_first:
         _check_copy_shape(v, a.data_[idx if isinstance(idx, tuple) else (idx,)].shape)
     if type(a._vc) is ZeroCounter:
         _refuse_zero_write(a, idx, v, sliced, whole)
     if grad_mode.state.enabled:
+        # PyTorch's check_inplace: a restricted view's error first, then the leaf's
+        if a._creation and sliced and not whole:
+            # PyTorch writes through a view `a[index]`, which is the one it names (a 0-d
+            # mask being an unsqueeze there, as None is); a whole subscript is `a` itself
+            view_idx = tuple(None if _is_0d_mask(p) else p for p in parts)
+            getitem(a, view_idx if len(view_idx) != 1 else view_idx[0])._check_inplace((v,))
+        elif a._creation:
+            a._check_inplace((v,))
         if a.grad_fn is None and a._requires_grad:
             # PyTorch writes into the leaf itself for a whole-tensor subscript and for
             # array indices, else through a view of it; a leaf that is itself a view
@@ -2441,11 +2458,6 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
                 ("a leaf Variable" if itself else "a view of a leaf Variable")
                 + " that requires grad is being used in an in-place operation."
             )
-        if a._creation and sliced and not whole:
-            # PyTorch writes through a view `a[index]`, which is the one it names (a 0-d
-            # mask being an unsqueeze there, as None is); a whole subscript is `a` itself
-            view_idx = tuple(None if _is_0d_mask(p) else p for p in parts)
-            getitem(a, view_idx if len(view_idx) != 1 else view_idx[0])._check_inplace((v,))
         a._check_inplace((v,))
     if not sliced:
         _fancy_index(a, parts)  # PyTorch's index errors (bounds, masks)
@@ -2524,8 +2536,11 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         vt = expand(vt, target.shape)  # PyTorch's copy_to expands the value first
     snapshot = Tensor._make(a.data_.copy(), a._requires_grad, a.grad_fn, a._vc, a._output_nr)
     snapshot._acc = a._acc
-    node = F.IndexPut if advanced else F.CopySlices
-    out = node.apply(snapshot, vt, index=idx, dtype=a.data_.dtype)
+    if advanced:  # index_put_, an in-place kernel (no dtype check, as in PyTorch)
+        with recording_in_place():
+            out = F.IndexPut.apply(snapshot, vt, index=idx, dtype=a.data_.dtype)
+    else:  # (PyTorch's basic subscript is a view first, refused for an integer a)
+        out = F.CopySlices.apply(snapshot, vt, index=idx, dtype=a.data_.dtype)
     a.data_[...] = out.data_
     a._vc[0] += 1
     _adopt_node(a, out)

@@ -391,8 +391,12 @@ class Tensor:
         """Keep `.grad` for this non-leaf after backward."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None or self._retains_grad:
+        # the raw node, as PyTorch's is_leaf() here: a view of a base that came to
+        # require grad only by an in-place change has none until grad_fn is read, and
+        # retain_grad() then does nothing
+        if self._grad_fn is None or self._retains_grad:
             return
+        self.grad_fn  # noqa: B018 (a stale view's node is re-derived first, as PyTorch's grad_fn())
         self._retains_grad = True
         _register_retain(self)
 
@@ -600,7 +604,9 @@ class Tensor:
             self.data_.copy(), self.requires_grad, self.grad_fn, [self._vc[0]], self._output_nr
         )
         snapshot._acc = self._acc
-        result = fn(snapshot, *args, **kwargs)
+        with _node.recording_in_place():
+            result = fn(snapshot, *args, **kwargs)
+        check_saved_self(result.grad_fn, snapshot)
         _write(self, result.data_)
         self._vc[0] += 1
         _adopt_node(self, result)
@@ -627,7 +633,11 @@ class Tensor:
             self._vc[0] += 1  # PyTorch skips copying a tensor into itself (expanded too)
             return self
         if isinstance(src, Tensor) and not self.dtype.is_floating_point:
-            src = src.detach()  # PyTorch's copy_ records nothing into a non-float tensor
+            # PyTorch's copy_ records nothing into a non-float tensor (one that requires
+            # grad, by a fill_ of a float that does, keeps its node)
+            self._check_inplace()
+            with grad_mode.no_grad():
+                return self._inplace(lambda t, s: ops.copy_from(t, s), src.detach())
         # (a tensor copied into itself is not written, so expanded memory is no error)
         return self._inplace(lambda t, s: ops.copy_from(t, s), src, _overlap_ok=src is self)
 
@@ -989,6 +999,17 @@ def _fw_write(t: Tensor, tangents: Any) -> Tensor:
     """Forward AD: store the tangents t has after an in-place op; returns t."""
     forward_ad.write_tangents(t, tangents)
     return t
+
+
+def check_saved_self(node: Node | None, original: Tensor) -> None:
+    """PyTorch's in-place kernels clone the original self when their backward needs it
+    (abs_, clamp_, pow_ ...): a clone, a recorded op, of an integer or bool tensor that
+    requires grad (as a fill_ of a float that does makes one) is refused."""
+    if node is None or original.data_.dtype.kind in "fc" or not original.requires_grad:
+        return
+    saved = getattr(node, "saved", ())
+    if type(saved) is tuple and any(getattr(s, "tensor", None) is original for s in saved):
+        raise RuntimeError(_node.dtype_refusal(original.data_))
 
 
 def _register_retain(t: Tensor) -> None:
