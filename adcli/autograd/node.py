@@ -109,9 +109,10 @@ class SavedTensor:
         output: Tensor | None = None,
     ):
         self.hooked: tuple[Any, Callable[[Any], Any]] | None = None
-        # an output written in place into a view: the view's node after the write (the
-        # output unpacks as that view, so a double backward reaches the base's history)
-        self.view_fn: Node | None = None
+        # an output written in place into a view: the view's node after the write, held
+        # weakly (while alive, the output unpacks as that view, so a double backward
+        # reaches the base's history, and a version error names it)
+        self.view_fn: weakref.ref[Node] | None = None
         if tensor is not None:
             self.tensor = tensor
             self.data = None
@@ -150,11 +151,17 @@ class SavedTensor:
         if self.is_output:
             # Rebuild the output as a tensor whose grad_fn is this node, so that
             # a backward formula using it is differentiable (double backward).
-            out = Tensor._make(self.data, True, self.view_fn or node, self.counter)
+            out = Tensor._make(self.data, True, self.output_node(node), self.counter)
             if fw_hook is not None:  # the output's tangents go with it (forward over reverse)
                 fw_hook(node, None, out)
             return out
         return self.tensor
+
+    def output_node(self, node: Function) -> Node:
+        """The node a saved output of `node` unpacks with: the view's node it was written
+        into in place while that node lives (PyTorch's weak_grad_fn_), else `node`."""
+        fn = self.view_fn() if self.view_fn is not None else None
+        return node if fn is None else fn
 
 
 def short_name(node: Node) -> str:
@@ -173,7 +180,7 @@ def short_name(node: Node) -> str:
 
 def _version_message(saved: SavedTensor, node: Function) -> str:
     if saved.is_output:
-        data, producer = saved.data, node
+        data, producer = saved.data, saved.output_node(node)
     else:
         t: Tensor = saved.tensor
         data, producer = t.data_, t.grad_fn

@@ -2381,9 +2381,10 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     if node is not None and type(node.saved) is tuple:
         # the op's saved output is the view itself now (PyTorch's sqrt_ saves it): a
         # later in-place change of the view or its base must fail its backward, and a
-        # double backward goes from it through the view's re-derived node (to the base)
+        # double backward goes from it through the view's re-derived node (to the base),
+        # held weakly as PyTorch does: once it is gone, the op's own node stands there
         outputs = [s for s in node.saved if s is not None and getattr(s, "is_output", False)]
-        view_fn = view.grad_fn if outputs else None
+        view_fn = weakref.ref(view.grad_fn) if outputs else None
         for saved in outputs:
             saved.counter, saved.version = base._vc, base._vc[0]
             saved.view_fn = view_fn
