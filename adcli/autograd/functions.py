@@ -2927,29 +2927,35 @@ class CopySlicesOp(Function):
     def forward(ctx, base, *others, index, node, value):
         ctx.index, ctx.node = index, node
         out = base.data_.copy()
+        ctx.view_meta = node.in_meta[0]
+        if index is ops.SPREAD:  # an expand of a 0-d base: it holds the value written
+            out[()] = value.flat[-1]
+            ctx.mask = np.zeros((), bool)
+            return out
         if value.size:  # (an empty view of a 0-d base, picked by a False mask: nothing)
             out[index] = value
         ctx.mask = np.ones(base.data_.shape, bool)
         ctx.mask[index] = False
-        ctx.view_meta = node.in_meta[0]
         return out
 
     def backward(ctx, g):
         if getattr(ctx, "freed", False):  # PyTorch drops the wrapped node after one pass
             raise SavedTensorError(FREED_MESSAGE, ctx)
-        if getattr(ctx, "overlapping", False):
+        overlapping = getattr(ctx, "overlapping", False)
+        if overlapping and ctx.needs_input_grad[0]:
+            # PyTorch writes the view's gradient into the base's through the view
             raise RuntimeError(OVERLAP_MESSAGE)
         node = ctx.node
         shape, dtype = ctx.view_meta
-        # PyTorch's steps, so a create_graph pass builds its graph: g copied into fresh
-        # storage (CopyBackwards), the view's place in it (AsStridedBackward0) cloned for
-        # the wrapped node (CloneBackward0), whose gradient is then copied back there
-        # (CopySlices; a -0. outside the view stays -0.)
-        result = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
-        g_slice = AsStrided.apply(result, index=ctx.index)
+        if ctx.index is ops.SPREAD:  # (the base's gradient, as_strided to the view's shape)
+            g_slice = ops.expand(g, shape)
+        else:
+            g_slice = ops.getitem(g, ctx.index)
         if not g_slice.data_.size and g_slice.data_.shape != shape:
             g_slice = ops.reshape(g_slice, shape)  # an empty view of a 0-d base
-        grads = node.backward(node, ops.clone(g_slice))
+        grads = node.backward(node, g_slice)
+        if overlapping:  # (the base needs no gradient)
+            return (None,) + tuple(grads[1:])
         g_view = grads[0]
         if g_view is None:
             g_view = Tensor._make(np.zeros(shape, dtype))

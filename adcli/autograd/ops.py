@@ -2234,6 +2234,11 @@ def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
     return parts
 
 
+# view_position's stand-in for an expand of a 0-d base (no NumPy index of a 0-d array
+# repeats its element): the view's every element is the base's one
+SPREAD: Any = object()
+
+
 def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
     """Where a view's elements sit in its base, as an index into the base (arrays of
     positions, read from the memory the two share), or None when that cannot be told."""
@@ -2339,16 +2344,21 @@ def rebase_view(view: Tensor) -> None:
             _register_retain(view)
 
 
-def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | None:
+def inplace_on_view(
+    view: Tensor, fn: Any, args: Any, kwargs: Any, store: Any = None
+) -> Tensor | None:
     """An in-place op on a view of a tensor, when it records: the base takes a
     CopySlices node wrapping the op's node (so its next_functions are the base's old
     node and the op's other inputs, as in PyTorch) and the view an AsStridedBackward0
-    re-derived from the base."""
+    re-derived from the base. `store(memory)`, when given, writes the view's memory
+    as the op does (else the op's result is copied into the base)."""
     from .tensor import _adopt_node, check_saved_self, check_write
 
     base = view._base
     idx = view_position(view)
-    if idx is None:  # the view's place in its base cannot be told: update the view alone
+    if idx is None and base.data_.ndim == 0 and view.data_.size > 1:
+        idx = SPREAD  # an expand of a 0-d base: every element is the base's one
+    elif idx is None:  # the view's place in its base cannot be told: update the view alone
         return None
     # the view's old value, for fn's node (requiring grad as the view does: a value
     # saved from it then requires grad only when the base does)
@@ -2364,6 +2374,8 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
     )
     snapshot._acc = base._acc
     with recording_in_place():  # (PyTorch makes the base's CopySlices node directly)
+        if node is None and idx is SPREAD:
+            return None
         if node is None:
             value_t = Tensor._make(value)
             out = F.CopySlices.apply(snapshot, value_t, index=idx, dtype=base.data_.dtype)
@@ -2374,7 +2386,11 @@ def inplace_on_view(view: Tensor, fn: Any, args: Any, kwargs: Any) -> Tensor | N
         # PyTorch's backward writes the view's gradient through the same overlapping
         # view, which it then refuses: so does this node's backward
         out.grad_fn.overlapping = True
-    if value.size:  # (an empty view of a 0-d base, picked by a False mask: nothing)
+    if store is not None:  # (the view's memory is the base's)
+        store(view.data_)
+    elif idx is SPREAD:  # (the op wrote one value: fill_, masked_fill_)
+        base.data_[()] = value.flat[-1]
+    elif value.size:  # (an empty view of a 0-d base, picked by a False mask: nothing)
         base.data_[idx] = value.astype(base.data_.dtype, copy=False)
     base._vc[0] += 1
     _adopt_node(base, out)
@@ -2531,7 +2547,12 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     if a._base is not None:
         dt = a.data_.dtype
         # (index_put_ only warns of expanded memory, which _warn_expanded did)
-        a._inplace(lambda t_, v_: _with_values(t_, idx, v_, dt), vt, _overlap_ok=True)
+        a._inplace(
+            lambda t_, v_: _with_values(t_, idx, v_, dt),
+            vt,
+            _overlap_ok=True,
+            _store=lambda memory: memory.__setitem__(idx, vt.data_),  # in index order
+        )
         return
     if not advanced and v is not None and not fills and v.data_.shape != target.shape:
         vt = expand(vt, target.shape)  # PyTorch's copy_to expands the value first

@@ -568,7 +568,12 @@ class Tensor:
             raise RuntimeError(LEAF_INPLACE)
 
     def _inplace(
-        self, fn: Callable[..., Tensor], *args: Any, _overlap_ok: bool = False, **kwargs: Any
+        self,
+        fn: Callable[..., Tensor],
+        *args: Any,
+        _overlap_ok: bool = False,
+        _store: Callable[[np.ndarray], None] | None = None,
+        **kwargs: Any,
     ) -> Tensor:
         """Run `fn(self, *args)` out of place, then write the result into self.
 
@@ -576,6 +581,8 @@ class Tensor:
         snapshot (so the op's saved inputs are not the tensor being changed),
         and this tensor takes the op's node as its new grad_fn. `_overlap_ok`: the op
         writes one value (fill_), read first, so PyTorch lets it write expanded or aliased memory.
+        `_store(memory)`: how the op writes a view's memory itself, in its own order (an
+        index_put_ into expanded memory: the last value written to an element stays).
         """
         self._check_inplace(args)
         if args and any(is_efficient_zero(a) for a in args):  # in place, PyTorch adds real zeros
@@ -595,7 +602,7 @@ class Tensor:
             self._vc[0] += 1
             return self if fw is None else _fw_write(self, fw)
         if self._base is not None:
-            done = ops.inplace_on_view(self, fn, args, kwargs)
+            done = ops.inplace_on_view(self, fn, args, kwargs, _store)
             if done is not None:
                 return done if fw is None else _fw_write(done, fw)
         # the pre-update value is a copy: its own version counter, so the op's saved
