@@ -937,13 +937,16 @@ def check_no_partial_overlap(
 
 def _same_layout(dst: np.ndarray, src: np.ndarray, expanded: bool) -> bool:
     """Whether src (`expanded`: first expanded to dst's shape, as setitem's value) has
-    dst's shape and strides as PyTorch sees them (get_overlap_status compares them)."""
-    if dst.shape != src.shape and not expanded:
-        return False
+    dst's strides as PyTorch sees them (get_overlap_status compares only those: a (2, 1)
+    tensor and its (1, 2) transpose are the same memory to it)."""
+    item = dst.itemsize
+    if not expanded:
+        return dst.ndim == src.ndim and _torch_strides(
+            dst.shape, dst.strides, item
+        ) == _torch_strides(src.shape, src.strides, item)
     lead = dst.ndim - src.ndim
     if lead < 0 or dst.shape[lead:] != src.shape:
         return False
-    item = dst.itemsize
     return _torch_strides(dst.shape, dst.strides, item) == _torch_strides(
         dst.shape, (0,) * lead + src.strides, item
     )
