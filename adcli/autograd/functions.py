@@ -1498,6 +1498,8 @@ class Prod(Function):
             return (g * (r / a),)
         if zeros > 1 and not grad_mode.state.enabled:  # PyTorch's shortcut: +0. throughout
             return (_zeros_like(a),)
+        if x.size == 1:  # PyTorch: the gradient itself (a view), product of nothing else
+            return (ops.reshape(g, x.shape),)
         flat = ops.reshape(a, (-1,))
         return (ops.reshape(g * ops.prod_others(flat, 0), x.shape),)
 
