@@ -2950,21 +2950,25 @@ class CopySlicesOp(Function):
         node = ctx.node
         shape, dtype = ctx.view_meta
         if ctx.index is ops.SPREAD:  # (the base's gradient, as_strided to the view's shape)
-            g_slice = ops.expand(g, shape)
+            result, g_slice = g, ops.expand(g, shape)
         else:
-            g_slice = ops.getitem(g, ctx.index)
+            # PyTorch's CopySlices: a copy of g, whose part under the view (as_strided,
+            # cloned) goes to the op's backward
+            result = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
+            g_slice = ops.clone(AsStridedRebase.apply(result, index=ctx.index))
         if not g_slice.data_.size and g_slice.data_.shape != shape:
             g_slice = ops.reshape(g_slice, shape)  # an empty view of a 0-d base
         grads = node.backward(node, g_slice)
         if overlapping:  # (the base needs no gradient)
             return (None,) + tuple(grads[1:])
         g_view = grads[0]
-        if g_view is None:
-            g_view = Tensor._make(np.zeros(shape, dtype))
-        gb = result
-        if g_view.data_.size:
+        if g_view is not None and g_view.data_.size:
+            # the view's gradient copied into the copy of g under the view, exactly (a
+            # -0. stays -0.), as PyTorch's copy_ through the view
             g_view = ops.to_dtype(ops.sum_to(g_view, shape), dtype)
             gb = CopySlices.apply(result, g_view, index=ctx.index, dtype=result.data_.dtype)
+        else:
+            gb = ops.where(Tensor._make(ctx.mask), g, 0.0)
         return (gb,) + tuple(grads[1:])
 
     def release(self, marker: Any = None) -> None:
