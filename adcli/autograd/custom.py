@@ -121,6 +121,7 @@ class BackwardCFunction(FunctionCtx, _OpNode):
     __ad_settable__ = frozenset({"needs_input_grad"})
     __ad_open__ = True
     multi_output = True  # the engine passes one gradient per output of forward
+    runs_undefined = True  # the user's backward gets zeros (or None) for undefined ones
     _forward_cls: ClassVar[type[Function]]
 
     def __repr__(self) -> str:
@@ -494,6 +495,7 @@ class DelayedError(_OpNode):
     differentiating through it fails with PyTorch's error."""
 
     multi_output = True
+    runs_undefined = True
 
     def name(self) -> str:
         """`torch::autograd::Error`, as PyTorch's `name()` spells it."""

@@ -23,6 +23,7 @@ import numpy as np
 from . import grad_mode
 from . import tensor as _tensor_module
 from .config import config
+from .hookresults import single_result, tuple_result
 from .node import AccumulateGrad, Freed, Function, Node
 from .tensor import ZERO_IMMUTABLE, Size, Tensor, ZeroCounter
 
@@ -313,18 +314,10 @@ def _rank(node: Node) -> int:
 
 def _call_hook(fn: Callable[..., Any], g: Tensor | None) -> Tensor | None:
     r = fn(g)
-    if r is None or g is None:
+    if r is g:
         return g
-    if not isinstance(r, Tensor):
-        raise TypeError(f"hook '{_hook_name(fn)}' returned a {type(r).__name__}, not a Tensor")
-    if r.data_.shape != g.data_.shape:
-        raise RuntimeError(f"hook '{_hook_name(fn)}' has changed the size of value")
-    return r
-
-
-def _hook_name(fn: Callable[..., Any]) -> str:
-    # script functions carry their name as `ad_name`; Python ones as `__name__`
-    return getattr(fn, "ad_name", None) or getattr(fn, "__name__", None) or "hook"
+    single_result(fn, g, r)
+    return g if r is None else r
 
 
 def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
@@ -441,6 +434,7 @@ def _run(
                 or anomaly_check is not None
                 or not node.next_functions
                 or node.next_functions[0][0] is None
+                or grads[0] is None
             ):
                 outs = _apply(node, grads, needed)
             else:  # _apply's common case, inline (one call less per node)
@@ -452,23 +446,26 @@ def _run(
                     entry.released = bool(node.saved)
                 node.release(freed)
             for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta, strict=False):
-                if nxt is None or g is None:
+                if nxt is None:
                     continue
                 if needed is not None and nxt not in needed:
                     continue
-                gd = g.data_
-                # reduce/cast only when the shape or dtype differs from the input's
-                if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
-                    g = _fit(g, meta)
-                buf = buffers.get(nxt)
-                if buf is None:
-                    if type(nxt.outputs) is tuple:
-                        buf = buffers[nxt] = [None] * len(nxt.outputs)
-                        buf[nr] = g
+                # An undefined gradient (None) still counts as arrived, as in PyTorch: the
+                # next node runs, its hooks seeing None when nothing else reached it.
+                if g is not None:
+                    gd = g.data_
+                    # reduce/cast only when the shape or dtype differs from the input's
+                    if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
+                        g = _fit(g, meta)
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        if type(nxt.outputs) is tuple:
+                            buf = buffers[nxt] = [None] * len(nxt.outputs)
+                            buf[nr] = g
+                        else:
+                            buffers[nxt] = [g]
                     else:
-                        buffers[nxt] = [g]
-                else:
-                    _accumulate(buf, nr, g)
+                        _accumulate(buf, nr, g)
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
@@ -560,9 +557,10 @@ def _node_pre_hooks(
     for kind, *rest in list(node.pre_hooks):
         if kind == "node":
             (fn,) = rest
-            r = fn(tuple(grads))
-            if r is not None:
-                grads = list(_hook_values(fn, r, len(grads)))
+            args = tuple(grads)
+            r = fn(args)
+            if r is not None and r is not args:
+                grads = list(tuple_result(fn, args, r))
                 changed = True
     return grads, changed
 
@@ -574,21 +572,11 @@ def _post_hooks(
     in registration order; a hook's non-None result replaces the grad_inputs."""
     for hook in list(node.pre_hooks or ()):
         if hook[0] == "post":
-            r = hook[1](tuple(outs), tuple(grads))
-            if r is not None:
-                outs = _hook_values(hook[1], r, len(outs))
+            args = tuple(outs)
+            r = hook[1](args, tuple(grads))
+            if r is not None and r is not args:
+                outs = tuple_result(hook[1], args, r)
     return outs
-
-
-def _hook_values(fn: Callable[..., Any], r: Any, n: int) -> tuple[Tensor | None, ...]:
-    """A node hook's returned gradients, checked for their number as PyTorch does."""
-    values = tuple(r) if isinstance(r, (tuple, list)) else (r,)
-    if len(values) != n:
-        raise RuntimeError(
-            f"hook '{_hook_name(fn)}' has returned an incorrect number of values "
-            f"(got {len(values)}, but expected {n})"
-        )
-    return values
 
 
 def _retain(node: Node, grads: list[Tensor | None], create_graph: bool) -> None:
@@ -630,6 +618,12 @@ def _apply(
         if getattr(node, "dead_unpacks", False):
             node.saved_tensors  # noqa: B018
         outs: Sequence[Tensor | None] = (None,) * len(node.next_functions)
+    elif not node.runs_undefined and all(g is None for g in grads):
+        # every gradient undefined: PyTorch's formulas compute nothing and return
+        # undefined ones, after unpacking what the node saved (a freed graph raises)
+        if isinstance(node, Function) and node.saved:
+            node.saved_tensors  # noqa: B018
+        outs = (None,) * len(node.next_functions)
     elif node.multi_output:
         outs = node.backward(node, *grads)
     else:

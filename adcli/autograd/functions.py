@@ -260,6 +260,7 @@ class NotImplementedOp(Function):
 
     grad_fn_name = "NotImplemented"
     runs_first = True  # PyTorch's Error nodes run before the other ready nodes
+    runs_undefined = True  # and raise whatever gradient reached them
 
     def name(self) -> str:
         """`torch::autograd::NotImplemented`, as PyTorch's `name()` spells it."""

@@ -17,6 +17,7 @@ import numpy as np
 from . import engine, ops
 from .config import check_numel
 from .config import config as engine_config
+from .node import Function
 from .tensor import Tensor
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck", "muted"]
@@ -153,6 +154,19 @@ _UNDEFINED = (
 )
 
 
+_BC_WARNING = (
+    "Backwards compatibility: New undefined gradient support checking feature is enabled "
+    "by default, but it may break existing callers of this function. If this is true for "
+    'you, you can call this function with "check_undefined_grad=False" to disable the '
+    "feature"
+)
+_UNHANDLED = (
+    "Expected backward function to handle undefined output grads. "
+    'Please look at "Notes about undefined output gradients" in '
+    '"tools/autograd/derivatives.yaml"'
+)
+
+
 def _zero_grad_outputs(outputs: list[Tensor], diff_inputs: list[Tensor], message: str) -> None:
     """PyTorch's check that a zero gradient for every output gives zero input gradients
     (a custom backward that ignores its grad_output fails here)."""
@@ -164,20 +178,43 @@ def _zero_grad_outputs(outputs: list[Tensor], diff_inputs: list[Tensor], message
             raise GradcheckError(message)
 
 
+class UndefinedGrad(Function):
+    """PyTorch's `torch._C._functions.UndefinedGrad`: the output unchanged, whose
+    backward sends an undefined gradient on (hooks behind it see None)."""
+
+    def forward(ctx: Function, a: Tensor) -> np.ndarray:
+        return a.data_.copy()
+
+    def backward(ctx: Function, g: Tensor | None) -> tuple[Tensor | None, ...]:
+        return (None,)
+
+
+# PyTorch's node name, set after the class exists so the op registry does not list it
+type.__setattr__(UndefinedGrad, "grad_fn_name", "UndefinedGradBackward")
+
+
 def _undefined_grad_outputs(
     func: Callable[..., Any], tupled: tuple[Any, ...], diff_inputs: list[Tensor]
 ) -> None:
     """PyTorch's check of undefined output gradients (which reach a custom backward as
-    zeros): with all of them undefined, then, for several outputs, one at a time. Each
-    case runs the function again, as PyTorch does (a script printing in its forward or
-    backward prints as often)."""
-    cases = [_outputs_of(func(*tupled))]
-    cases[0] = [o for o in cases[0] if o.requires_grad]
-    if len(cases[0]) > 1:
-        for _ in range(len(cases[0])):
-            cases.append([o for o in _outputs_of(func(*tupled)) if o.requires_grad])
+    zeros, a tensor hook as None): with all of them undefined, then, for several
+    outputs, one at a time (the others get zeros). Each case runs the function again,
+    as PyTorch does (a script printing in its forward or backward prints as often)."""
+    first = [o for o in _outputs_of(func(*tupled)) if o.requires_grad]
+    cases = [[UndefinedGrad.apply(o) for o in first]]
+    if len(first) > 1:
+        for k in range(len(first)):
+            outs = [o for o in _outputs_of(func(*tupled)) if o.requires_grad]
+            cases.append([UndefinedGrad.apply(o) if i == k else o for i, o in enumerate(outs)])
     for outs in cases:
-        _zero_grad_outputs(outs, diff_inputs, _UNDEFINED)
+        try:
+            _zero_grad_outputs(outs, diff_inputs, _UNDEFINED)
+        except GradcheckError:
+            engine_config.warn(_BC_WARNING)
+            raise
+        except RuntimeError as e:
+            engine_config.warn(_BC_WARNING)
+            raise GradcheckError(_UNHANDLED) from e
 
 
 def _check_jacobian_size(diff_inputs: list[Tensor], output: Tensor) -> None:

@@ -228,6 +228,9 @@ class Node:
     # PyTorch runs this kind of node as soon as it is ready, as AccumulateGrad (see
     # engine._rank); AccumulateGrad itself has the largest seq instead
     runs_first: ClassVar[bool] = False
+    # True: backward runs even when every incoming gradient is undefined (None): an
+    # error node, or a custom Function (which gets zeros); PyTorch's formulas do not
+    runs_undefined: ClassVar[bool] = False
 
     def name(self) -> str:
         """PyTorch's class name of this node (`MulBackward0`)."""
