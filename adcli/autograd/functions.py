@@ -1423,6 +1423,8 @@ class Sum(Function):
 class SumDim(Function):
     """sum over `dims`"""
 
+    contiguous_result = True
+
     grad_fn_name = "SumBackward1"
 
     def forward(ctx, a, dims, keepdim, dtype):
@@ -1457,6 +1459,8 @@ class Mean(Function):
 
 class MeanDim(Function):
     """mean over `dims`"""
+
+    contiguous_result = True
 
     grad_fn_name = "MeanBackward1"
 
@@ -1518,6 +1522,8 @@ class Prod(Function):
 class ProdDim(Function):
     """product over one dim"""
 
+    contiguous_result = True
+
     grad_fn_name = "ProdBackward1"
 
     def forward(ctx, a, dim, keepdim, dtype):
@@ -1553,6 +1559,8 @@ class ProdDim(Function):
 class ProdOthers(Function):
     """For each element, the product of the others along `dim`: exact with zeros,
     where result / a would divide by zero (prod's gradient)."""
+
+    contiguous_result = True
 
     grad_fn_name = "ProdOthersBackward0"
 
@@ -1635,6 +1643,8 @@ class Min(_EvenlyDistributed):
 class _SelectingReduction(Function):
     """max/min along a dim: the gradient goes to the chosen index only."""
 
+    contiguous_result = True
+
     def backward(ctx, g):
         _check_kept(ctx)
         if not ctx.shape:  # PyTorch's zeros.scatter of a 0-d tensor: a new tensor, not g
@@ -1697,6 +1707,8 @@ class MinDim(_SelectingReduction):
 
 
 class _AmaxAmin(Function):
+    contiguous_result = True
+
     def backward(ctx, g):
         a, r = ctx.saved_tensors
         r = _unreduce(r, ctx.shape, ctx.dims, ctx.keepdim)
@@ -1752,6 +1764,8 @@ class Amin(_AmaxAmin):
 
 class Norm(Function):
     """vector p-norm over `dims` (all when None)"""
+
+    contiguous_result = True
 
     grad_fn_name = "LinalgVectorNormBackward0"
 
@@ -1838,6 +1852,8 @@ def _norm_backward(ctx: Function, g: Tensor, a: Tensor, r: Tensor) -> Tensor:
 class Logsumexp(Function):
     """log(sum(exp(a))) over dims, computed stably"""
 
+    contiguous_result = True
+
     grad_fn_name = "LogsumexpBackward0"
 
     def forward(ctx, a, dims, keepdim):
@@ -1867,6 +1883,8 @@ class Logsumexp(Function):
 class Var(Function):
     """variance over dims with Bessel's correction"""
 
+    contiguous_result = True
+
     grad_fn_name = "VarBackward0"
 
     def forward(ctx, a, dims, correction, keepdim, whole=False):
@@ -1888,6 +1906,8 @@ class Var(Function):
 
 class Std(Function):
     """standard deviation over dims with Bessel's correction"""
+
+    contiguous_result = True
 
     grad_fn_name = "StdBackward0"
 
@@ -1929,6 +1949,8 @@ def _var_backward(ctx: Function, g: Tensor, a: Tensor) -> Tensor:
 
 class Cumsum(Function):
     """running sum along dim"""
+
+    contiguous_result = True
 
     grad_fn_name = "CumsumBackward0"
 
@@ -2381,6 +2403,8 @@ class Expand(Function):
 class Repeat(Function):
     """a tiled"""
 
+    contiguous_result = True
+
     grad_fn_name = "RepeatBackward0"
 
     def forward(ctx, a, reps):
@@ -2421,7 +2445,8 @@ class Flip(Function):
     def forward(ctx, a, dims):
         ctx.dims = dims
         x = a.data_
-        return np.flip(x, dims).copy() if x.ndim else x.copy()
+        # PyTorch's result keeps x's layout
+        return np.flip(x, dims).copy(order="K") if x.ndim else x.copy()
 
     def backward(ctx, g):
         return (ops.flip(g, ctx.dims),)
@@ -2634,12 +2659,23 @@ class AsStrided(_Getitem):
 
     grad_fn_name = "AsStridedBackward0"
 
-    def forward(ctx, a, index, strided=None):
-        ctx.index, ctx.shape = index, a.data_.shape
-        return strided if strided is not None else a.data_[index]
+    def forward(ctx, a, index, strided=None, inside=None):
+        # `inside`: which elements of the view are elements of the input (as_strided
+        # may read beyond them, in the storage they share); None for all
+        ctx.index, ctx.shape, ctx.inside = index, a.data_.shape, inside
+        if strided is not None:
+            return strided
+        if inside is None:
+            return a.data_[index]
+        out = np.zeros(inside.shape, a.data_.dtype)
+        out[inside] = a.data_[_masked(index, inside)]
+        return out
+
+    def jvp(ctx, ts, xs, r):
+        return AsStrided.apply(ts[0], index=ctx.index, inside=ctx.inside)
 
     def backward(ctx, g):
-        r = AsStridedGrad.apply(g, index=ctx.index, shape=ctx.shape)
+        r = AsStridedGrad.apply(g, index=ctx.index, shape=ctx.shape, inside=ctx.inside)
         # PyTorch returns a view (of the fresh storage it scattered g into): an in-place
         # change of the gradient then records on that storage, and views' rules apply
         strides = tuple(st // r.data_.itemsize for st in r.data_.strides)
@@ -2678,20 +2714,31 @@ class AsStridedGrad(Function):
 
     grad_fn_name = "AsStridedBackward0"
 
-    def forward(ctx, g, index, shape):
-        ctx.index = index
+    def forward(ctx, g, index, shape, inside=None):
+        ctx.index, ctx.inside = index, inside
         out = np.zeros(shape, g.data_.dtype)
+        vals = g.data_
+        if inside is not None:  # only the view's elements that are the input's
+            index, vals = _masked(index, inside), vals[inside]
+            if not shape:  # a 0-d input: the elements that are it, summed
+                out[()] = vals[0] if vals.size == 1 else vals.sum()
+                return out
         if _distinct(index, shape):  # PyTorch copies g into the view (a -0. stays)
-            out[index] = g.data_
+            out[index] = vals
         else:  # elements the view repeats sum their gradients
-            np.add.at(out, index, g.data_)
+            np.add.at(out, index, vals)
         return out
 
     def backward(ctx, gg):
-        return (AsStrided.apply(gg, index=ctx.index),)
+        return (AsStrided.apply(gg, index=ctx.index, inside=ctx.inside),)
 
     def jvp(ctx, ts, xs, r):
-        return AsStridedGrad.apply(ts[0], index=ctx.index, shape=r.data_.shape)
+        return AsStridedGrad.apply(ts[0], index=ctx.index, shape=r.data_.shape, inside=ctx.inside)
+
+
+def _masked(index: Any, inside: np.ndarray) -> tuple[Any, ...]:
+    """The positions of an element index at the elements `inside` marks."""
+    return tuple(i[inside] for i in index)
 
 
 def _distinct(index: Any, shape: tuple[int, ...]) -> bool:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .storage import empty_like_iterator, flat_storage
 from .summation import threads
 
 _F32 = np.dtype(np.float32)
@@ -192,15 +193,22 @@ def vml(name: str, x: np.ndarray) -> np.ndarray | None:
         if mkl is None:
             return None
         f = _vml_cache[name, dt] = mkl.vml(name, dt)
-    src = x if x.flags.c_contiguous else x.copy(order="C")  # 0-d stays 0-d
-    out = np.empty(src.shape, dt)
-    n = src.size
-    if n == 0:
-        return out
-    if n <= _STEP:  # the usual case, with as little per-call cost as can be
-        f(n, _ptr(src), _addressof(_from_buffer(out)), _VML_MODE)
-        return out
-    flat_in, flat_out = src.reshape(-1), out.reshape(-1)
+    n = x.size
+    if x.flags.c_contiguous:  # (0-d stays 0-d)
+        out = np.empty(x.shape, dt)
+        if n <= _STEP:  # the usual case, with as little per-call cost as can be
+            if n:
+                f(n, _ptr(x), _addressof(_from_buffer(out)), _VML_MODE)
+            return out
+        flat_in, flat_out = x.reshape(-1), out.reshape(-1)
+    else:
+        # the result laid out as PyTorch's TensorIterator lays it out (a dense x's
+        # strides kept); computed in memory order on a copy of x in that layout
+        out = empty_like_iterator(x)
+        src = np.empty_like(out)
+        src[...] = x
+        flat_in, flat_out = flat_storage(src), flat_storage(out)
+        assert flat_in is not None and flat_out is not None
     for i in range(0, n, _STEP):
         a, r = flat_in[i : i + _STEP], flat_out[i : i + _STEP]
         f(a.size, a.ctypes.data, r.ctypes.data, _VML_MODE)

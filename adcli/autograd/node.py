@@ -335,6 +335,9 @@ class Function(Node):
     # recorded on an integer or bool result too (a view's re-derived node, which
     # PyTorch builds directly rather than through a recorded op's dtype check)
     any_dtype: ClassVar[bool] = False
+    # PyTorch allocates this op's result contiguous whatever its input's layout (a
+    # reduction, repeat, cumsum): NumPy's may follow the input's, so apply copies it
+    contiguous_result: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -432,6 +435,8 @@ class Function(Node):
                 _NO_NEEDS[len(inputs)] if len(inputs) < 8 else ((False,) * len(inputs))
             )
             data = cls.forward(ctx, *inputs, **params)
+            if cls.contiguous_result:
+                data = _contiguous(data, cls.multi_output)
             if not cls.multi_output:
                 out = Tensor._make(data)
             else:
@@ -441,6 +446,8 @@ class Function(Node):
             return out
         ctx.needs_input_grad = needs
         data = cls.forward(ctx, *inputs, **params)
+        if cls.contiguous_result:
+            data = _contiguous(data, cls.multi_output)
         if not cls.multi_output and data.dtype.kind not in "fc" and not (cls.any_dtype or in_place):
             _check_differentiable(data, inputs, needs)
         # One pass over the inputs for the edges and the (shape, dtype) metas.  Both
@@ -507,6 +514,13 @@ class Function(Node):
         if fw_hook is not None:
             fw_hook(ctx, inputs, outs)
         return outs
+
+
+def _contiguous(data: Any, multi: bool) -> Any:
+    """A forward's result (or results) in C order."""
+    if multi:
+        return tuple([d if d.flags.c_contiguous else d.copy(order="C") for d in data])
+    return data if data.flags.c_contiguous else data.copy(order="C")
 
 
 def _check_differentiable(data: Any, inputs: tuple[Any, ...], needs: tuple[bool, ...]) -> None:

@@ -26,6 +26,7 @@ from .config import config as _config
 from .dtypes import DType
 from .generator import pick as _pick_generator
 from .node import dtype_refusal, recording_in_place, short_name
+from .storage import element_positions, flat_storage
 from .tensor import (
     Tensor,
     ZeroCounter,
@@ -829,7 +830,8 @@ def _logical_reduce(fn: Any, a: Tensor, dim: Any, keepdim: bool) -> Tensor:
         axis = _unique_dims(dims, x.ndim)  # checked even for a 0-d tensor,
         axis = axis if x.ndim else None  # which stays 0-d
     out = np.asarray(fn(x, axis=axis, keepdims=keepdim and dim is not None))
-    return Tensor._make(out.astype(np.uint8) if x.dtype == np.uint8 else out)
+    # (PyTorch's result is contiguous, whatever x's layout)
+    return Tensor._make(out.astype(np.uint8 if x.dtype == np.uint8 else bool, order="C"))
 
 
 def any(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -1066,7 +1068,7 @@ def _arg_extreme(name: str, fn: Any, a: Tensor, dim: Any, keepdim: bool) -> Tens
     d = _norm_dim(dim, a.data_.ndim)
     check_reduce_dims(a, name, (d,))
     out = fn(a.data_, axis=d if a.data_.ndim else None, keepdims=keepdim)
-    return Tensor._make(out.astype(np.int64))
+    return Tensor._make(out.astype(np.int64, order="C"))  # contiguous, as PyTorch's
 
 
 def argmax(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -1842,18 +1844,19 @@ def diagonal(a: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
 
 
 def as_strided(a: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
-    """A view of a's storage with the given sizes and strides (in elements)."""
+    """A view of a's storage with the given sizes and strides (in elements), from a's
+    storage offset unless one is given; its gradient reaches a's own elements only."""
     root = a._base if a._base is not None else a
-    store = root.data_
-    if not store.flags.c_contiguous:
-        raise RuntimeError("as_strided: adcli needs a contiguous base tensor")
+    store = flat_storage(root.data_)
+    if store is None:  # (a layout PyTorch's kernels do not make)
+        raise RuntimeError("as_strided: adcli needs a tensor whose elements are one dense block")
     size_t, stride_t = tuple(int(n) for n in size), tuple(int(n) for n in stride)
     if len(size_t) != len(stride_t):
         raise RuntimeError(
             f"mismatch in length of strides and shape: {len(stride_t)} != {len(size_t)}"
         )
+    item = store.itemsize
     if storage_offset is None:
-        item = store.itemsize
         first = a.data_.__array_interface__["data"][0] - store.__array_interface__["data"][0]
         storage_offset = first // item
     need = (
@@ -1862,18 +1865,16 @@ def as_strided(a: Tensor, size: Any, stride: Any, storage_offset: int | None = N
     if 0 not in size_t and need > store.size:
         raise RuntimeError(
             f"setStorage: sizes {list(size_t)}, strides {list(stride_t)}, storage offset "
-            f"{storage_offset}, and itemsize {store.itemsize} requiring a storage size of "
-            f"{need * store.itemsize} are out of bounds for storage of size "
-            f"{store.size * store.itemsize}"
+            f"{storage_offset}, and itemsize {item} requiring a storage size of "
+            f"{need * item} are out of bounds for storage of size {store.size * item}"
         )
-    flat = store.reshape(-1)[storage_offset:]
     strided = np.lib.stride_tricks.as_strided(
-        flat, size_t, tuple(st * store.itemsize for st in stride_t)
+        store[storage_offset:], size_t, tuple(st * item for st in stride_t)
     )
-    probe = Tensor._make(strided)
-    probe._base = a
-    idx = view_position(probe)
-    return _view_of(a, F.AsStrided.apply(a, index=idx, strided=strided))
+    # the view's elements found among a's get their gradient there; others none
+    idx, inside = element_positions(a.data_, strided)
+    mask = None if inside.all() and a.data_.ndim else inside
+    return _view_of(a, F.AsStrided.apply(a, index=idx, strided=strided, inside=mask))
 
 
 def narrow(a: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -2254,26 +2255,10 @@ def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
         return None
     if b.ndim == 0:  # a 0-d base has no dims to index: its views are 1-element reshapes
         return (None,) * v.ndim if v.size == 1 else None
-    # byte offsets of every element from the base's first byte, for both arrays
-    start = b.__array_interface__["data"][0]
-    base_off = _byte_offsets(b, 0).ravel()
-    view_off = _byte_offsets(v, v.__array_interface__["data"][0] - start).ravel()
-    order = np.argsort(base_off, kind="stable")
-    ranked = base_off[order]
-    k = np.minimum(np.searchsorted(ranked, view_off), ranked.size - 1)
-    if not np.array_equal(ranked[k], view_off):
+    found = element_positions(b, v)
+    if not found[1].all():
         return None  # the view is not inside the base's memory (its data was replaced)
-    return np.unravel_index(order[k].reshape(v.shape), b.shape)
-
-
-def _byte_offsets(a: np.ndarray, first: int) -> np.ndarray:
-    """Each element's byte offset in memory, `first` being the first element's."""
-    off = np.full(a.shape, first, np.int64)
-    for dim, (n, stride) in enumerate(zip(a.shape, a.strides, strict=True)):
-        shape = [1] * a.ndim
-        shape[dim] = n
-        off += (np.arange(n, dtype=np.int64) * stride).reshape(shape)
-    return off
+    return found[0]
 
 
 def view_rebase_message(view: Tensor, indirect: bool) -> str:

@@ -1,0 +1,96 @@
+"""A tensor's storage as PyTorch sees it, read from the NumPy memory adcli keeps.
+
+adcli holds no storage object: a tensor that owns its memory (no `_base`) keeps a
+NumPy array, and views are NumPy views into it. PyTorch's storage of such a tensor
+is its elements in memory order, which is what `as_strided` indexes; this module
+finds that order, and where elements of one array sit in another.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["element_positions", "flat_storage"]
+
+
+def flat_storage(arr: np.ndarray) -> np.ndarray | None:
+    """The array's elements in memory order, as a flat view sharing its memory (a
+    write to it reaches `arr`), or None when its elements are not one dense block
+    (overlapping, gapped or reversed strides)."""
+    if arr.flags.c_contiguous:
+        return arr.reshape(-1)
+    dims = [d for d in range(arr.ndim) if arr.shape[d] != 1]
+    if any(arr.strides[d] <= 0 for d in dims):
+        return None
+    order = sorted(range(arr.ndim), key=lambda d: -arr.strides[d] if d in dims else 0)
+    moved = arr.transpose(order)
+    if not moved.flags.c_contiguous:
+        return None
+    flat = moved.reshape(-1)
+    return flat if np.shares_memory(flat, arr) else None
+
+
+def _byte_offsets(a: np.ndarray, first: int) -> np.ndarray:
+    """Each element's byte offset in memory, `first` being the first element's."""
+    off = np.full(a.shape, first, np.int64)
+    for dim, (n, stride) in enumerate(zip(a.shape, a.strides, strict=True)):
+        shape = [1] * a.ndim
+        shape[dim] = n
+        off += (np.arange(n, dtype=np.int64) * stride).reshape(shape)
+    return off
+
+
+def element_positions(
+    base: np.ndarray, view: np.ndarray
+) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Where each element of `view` sits in `base` (both reading one memory): an index
+    into `base` of `view`'s shape (`()` for a 0-d base), and a mask of the elements
+    found there (the others get position 0)."""
+    start = base.__array_interface__["data"][0]
+    view_off = _byte_offsets(view, view.__array_interface__["data"][0] - start)
+    if base.ndim == 0:
+        return (), view_off == 0
+    if base.size == 0:
+        return tuple(np.zeros(view.shape, np.intp) for _ in base.shape), np.zeros(view.shape, bool)
+    base_off = _byte_offsets(base, 0).ravel()
+    view_off = view_off.ravel()
+    order = np.argsort(base_off, kind="stable")
+    ranked = base_off[order]
+    k = np.minimum(np.searchsorted(ranked, view_off), ranked.size - 1)
+    found = ranked[k] == view_off
+    pos = np.where(found, order[k], 0).reshape(view.shape)
+    return np.unravel_index(pos, base.shape), found.reshape(view.shape)
+
+
+def empty_like_iterator(x: np.ndarray) -> np.ndarray:
+    """An uninitialised array of x's shape and dtype laid out as PyTorch's
+    TensorIterator lays out a unary op's result: contiguous for a contiguous x, x's
+    own strides for a dense x, else dense in the order of x's strides (broadcast
+    dims keeping their place)."""
+    if x.flags.c_contiguous:
+        return np.empty(x.shape, x.dtype)
+    if flat_storage(x) is not None:
+        return np.empty_like(x)
+    nd = x.ndim
+    perm = list(range(nd - 1, -1, -1))  # fastest first, as TensorIterator's perm_
+
+    def should_swap(d0: int, d1: int) -> int:
+        s0, s1 = x.strides[d0], x.strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0  # a broadcast dim: ambiguous
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if x.shape[d0] > x.shape[d1] else 0
+
+    for i in range(1, nd):  # TensorIterator's insertion sort, ambiguity allowed
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    order = perm[::-1]  # slowest first
+    buf = np.empty(tuple(x.shape[d] for d in order), x.dtype)
+    return buf.transpose(np.argsort(order))
