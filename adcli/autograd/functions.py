@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import grad_mode, kernels32, mkl, ops
+from . import grad_mode, kernels32, mkl, ops, prodgrad
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
@@ -1571,21 +1571,47 @@ class ProdOthers(Function):
         n = x.shape[-1]
         if n == 0:
             return a.data_.copy()
-        ones = np.ones(x.shape[:-1] + (1,), x.dtype)
-        left = np.cumprod(np.concatenate([ones, x[..., :-1]], -1), -1)
-        right = np.cumprod(np.concatenate([ones, x[..., ::-1][..., :-1]], -1), -1)[..., ::-1]
-        return np.moveaxis(left * right, -1, dim)
+        _, left, _, right = prodgrad.exclusive_products(x)
+        return np.moveaxis(left * right[..., ::-1], -1, dim)
 
     def backward(ctx, g):
-        # d/da_j sum_i g_i prod_{k != i} a_k = sum_{i != j} g_i prod_{k != i, j} a_k:
-        # row j of a matrix holding a with a_j replaced by 1, products of the others
-        # along the rows, the diagonal dropped, weighted by g (all differentiable).
         (a,) = ctx.saved_tensors
-        return (_prod_others_weighted(a, g, ctx.dim),)
+        if not a.data_.shape[ctx.dim]:
+            return (_prod_others_weighted(a, g, ctx.dim),)
+        # PyTorch's values, through its cumprod backward (NaN and zeros placed so)
+        graph = grad_mode.state.enabled
+        x = np.moveaxis(a.data_, ctx.dim, -1)
+        v = np.moveaxis(np.broadcast_to(g.data_, a.data_.shape), ctx.dim, -1)
+        with np.errstate(all="ignore"):
+            r = prodgrad.exclusive_products_vjp(x, v, graph)
+        value = _c_order(np.moveaxis(r, -1, ctx.dim))
+        if not graph:
+            return (Tensor._make(value),)
+        # differentiable: d/da_j sum_i g_i prod_{k != i} a_k = sum_{i != j} g_i
+        # prod_{k != i, j} a_k: row j of a matrix holding a with a_j replaced by 1,
+        # products of the others along the rows, the diagonal dropped, weighted by g;
+        # its value replaced by PyTorch's (which places NaN differently)
+        return (WithValue.apply(_prod_others_weighted(a, g, ctx.dim), value=value),)
 
     def jvp(ctx, ts, xs, r):
         # linear in each a_j with a symmetric weight matrix: backward's own formula
         return _prod_others_weighted(xs[0], ts[0], ctx.dim)
+
+
+class WithValue(Function):
+    """A tensor's gradient graph with other values: PyTorch's where adcli's
+    differentiable formula places NaN otherwise (the gradient passes through)."""
+
+    def forward(ctx, a, value):
+        return value
+
+    def backward(ctx, g):
+        return (g,)
+
+
+# named after the node it stands in for; set after the class exists, so the op
+# registry does not list it
+type.__setattr__(WithValue, "grad_fn_name", "ProdOthersBackward0")
 
 
 def _prod_others_weighted(a: Tensor, g: Tensor, d: int) -> Tensor:
