@@ -611,10 +611,11 @@ _LIST_INPUTS = frozenset({"StackBackward0", "CatBackward0"})
 def _apply(
     node: Node, grads: list[Tensor | None], needed: set[Node] | None = None
 ) -> Sequence[Tensor | None]:
-    if all(nxt is None for nxt, _ in node.next_functions):
+    if not node.runs_undefined and all(nxt is None for nxt, _ in node.next_functions):
         # every input was a view made under no_grad (it requires grad, but leads
-        # nowhere): PyTorch computes nothing, but unpacks what a one-input op saved
-        # (a freed graph or a changed saved tensor raises)
+        # nowhere): PyTorch's formulas compute nothing, but unpack what a one-input op
+        # saved (a freed graph or a changed saved tensor raises); an error node still
+        # raises and a custom Function's backward still runs
         if getattr(node, "dead_unpacks", False):
             node.saved_tensors  # noqa: B018
         outs: Sequence[Tensor | None] = (None,) * len(node.next_functions)
