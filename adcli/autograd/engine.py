@@ -648,7 +648,13 @@ def _apply(
         ]
         outs = _post_hooks(node, outs, grads)
     if anomaly_check is not None:  # see the note at `anomaly_check` above (PyTorch checks
-        anomaly_check(node, outs)  # what the node returns, after its post hooks)
+        # what the node returns, after its post hooks; it computes no gradient for an
+        # input this pass does not need, so has none to check there)
+        checked = [
+            None if nxt is None or (needed is not None and nxt not in needed) else g
+            for g, (nxt, _) in zip(outs, node.next_functions, strict=False)
+        ]
+        anomaly_check(node, checked)
     return outs
 
 
