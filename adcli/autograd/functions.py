@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import grad_mode, kernels32, mkl, ops, prodgrad
+from . import extremes, grad_mode, kernels32, mkl, ops, prodgrad
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
@@ -1652,7 +1652,7 @@ class Max(_EvenlyDistributed):
     def forward(ctx, a):
         ops.check_nonempty(a, "max")
         ctx.save_output(a)
-        return np.max(a.data_)
+        return extremes.fix_reduce_all(a.data_, np.max(a.data_))
 
 
 class Min(_EvenlyDistributed):
@@ -1663,7 +1663,7 @@ class Min(_EvenlyDistributed):
     def forward(ctx, a):
         ops.check_nonempty(a, "min")
         ctx.save_output(a)
-        return np.min(a.data_)
+        return extremes.fix_reduce_all(a.data_, np.min(a.data_))
 
 
 class _SelectingReduction(Function):
@@ -1751,19 +1751,6 @@ class _AmaxAmin(Function):
         )
 
 
-def _first_of_ties(x: np.ndarray, r: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
-    """A zero extreme `r` (kept dims) with the sign of the first element equal to it in
-    the reduction order: PyTorch's amax/amin keep the first of 0 and -0, NumPy's the last."""
-    if x.dtype.kind != "f" or not dims or not x.size or not (r == 0).any():
-        return r
-    keep = [d for d in range(x.ndim) if d not in dims]
-    flat = np.transpose(x, keep + list(dims)).reshape(*(x.shape[d] for d in keep), -1)
-    target = r.reshape(flat.shape[:-1] + (1,))
-    first = np.argmax(flat == target, axis=-1)[..., None]
-    picked = np.take_along_axis(flat, first, -1).reshape(r.shape)
-    return np.where(r == 0, picked, r)
-
-
 class Amax(_AmaxAmin):
     """max over dims; ties share the gradient"""
 
@@ -1772,7 +1759,7 @@ class Amax(_AmaxAmin):
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
         ctx.save_output(a)
-        r = _first_of_ties(a.data_, np.max(a.data_, axis=dims, keepdims=True), dims)
+        r = extremes.fix_reduction(a.data_, np.max(a.data_, axis=dims, keepdims=True), dims)
         return r if keepdim else np.squeeze(r, dims)
 
 
@@ -1784,7 +1771,7 @@ class Amin(_AmaxAmin):
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
         ctx.save_output(a)
-        r = _first_of_ties(a.data_, np.min(a.data_, axis=dims, keepdims=True), dims)
+        r = extremes.fix_reduction(a.data_, np.min(a.data_, axis=dims, keepdims=True), dims)
         return r if keepdim else np.squeeze(r, dims)
 
 
