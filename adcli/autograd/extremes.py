@@ -25,7 +25,7 @@ import numpy as np
 
 from .kernels32 import cpu_capability
 
-__all__ = ["fix_reduce_all", "fix_reduction"]
+__all__ = ["fix_reduce_all", "fix_reduction", "iterator_layout"]
 
 #: at most this many elements are replayed (beyond, NumPy's sign stands)
 _LIMIT = 1 << 16
@@ -109,14 +109,14 @@ def fix_reduction(x: np.ndarray, r: np.ndarray, dims: tuple[int, ...]) -> np.nda
     mem = np.full(int(off.max()) + 1, -1, np.int8)
     mem[off] = _codes(x)
     out = np.full(out_c.size, -1, np.int8)
-    shape, strides = _iterator_layout(shape, [out_st, in_st])
+    shape, strides = iterator_layout(shape, [out_st, in_st])
     _replay(mem, out, shape, strides[0], strides[1], _lanes(x.dtype))
     fixed = out.reshape(out_shape)
     signed = np.where(fixed == 1, np.asarray(-0.0, r.dtype), np.asarray(0.0, r.dtype))
     return np.where((r == 0) & (fixed >= 0), signed, r)
 
 
-def _iterator_layout(
+def iterator_layout(
     shape: list[int], strides: list[list[int]]
 ) -> tuple[list[int], list[list[int]]]:
     """TensorIterator's reduction geometry: dims sorted fastest first (reduced dims,

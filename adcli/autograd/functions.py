@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import extremes, grad_mode, kernels32, mkl, ops, prodgrad
+from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
@@ -1798,6 +1798,8 @@ class Norm(Function):
             out = np.sum(ax != 0, axis=dims, keepdims=keepdim).astype(x.dtype)
         elif p == 1:
             out = np.sum(ax, axis=dims, keepdims=keepdim)
+        elif p == 2 and x.dtype in (np.float32, np.float64):
+            out = moments.torch_norm2(x, tuple(range(x.ndim)) if dims is None else dims, keepdim)
         elif p == 2:
             out = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
         elif x.dtype == np.float32:
@@ -1906,7 +1908,7 @@ class Var(Function):
         ctx.whole = whole  # dim=None: PyTorch's backward differs when no dof is left
         ctx.save(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(np.var(x, axis=dims, ddof=correction, keepdims=keepdim), x.dtype)
+            return moments.torch_var(x, dims, correction, keepdim, take_sqrt=False)
 
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
@@ -1930,7 +1932,7 @@ class Std(Function):
         ctx.whole = whole  # dim=None: PyTorch's backward differs when no dof is left
         ctx.save_output(a)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(np.std(x, axis=dims, ddof=correction, keepdims=keepdim), x.dtype)
+            return moments.torch_var(x, dims, correction, keepdim, take_sqrt=True)
 
     def backward(ctx, g):
         a, r = ctx.saved_tensors
@@ -3259,8 +3261,10 @@ class LogSoftmax(Function):
         if not x.size:
             return x.copy()
         dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
-        if x.dtype == np.float32 and x.ndim and dim % x.ndim == x.ndim - 1:
-            return kernels32.log_softmax_lastdim(x)
+        if x.dtype == np.float32 and x.ndim:
+            if dim % x.ndim == x.ndim - 1:
+                return kernels32.log_softmax_lastdim(x)
+            return kernels32.log_softmax_dim(x, dim)
         # array methods, not np.max/np.sum: those add a Python-level wrapper per call
         m = x.max(axis=dim, keepdims=True)
         return (x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))).astype(x.dtype)
@@ -3284,8 +3288,10 @@ class LogSoftmaxBackwardData(Function):
     def forward(ctx, g, y, dim):
         ctx.dim = dim
         ctx.save(g if ctx.needs_input_grad[1] else None, y)
-        gd = g.data_
-        return gd - np.exp(y.data_) * _row_sum(gd, dim)
+        gd, yd = g.data_, y.data_
+        if gd.ndim and gd.size and gd.dtype == yd.dtype and gd.dtype in (np.float32, np.float64):
+            return kernels32.log_softmax_backward(gd, np.broadcast_to(yd, gd.shape), dim)
+        return gd - np.exp(yd) * _row_sum(gd, dim)
 
     def backward(ctx, gg):
         g, y = ctx.saved_tensors
