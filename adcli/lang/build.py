@@ -420,7 +420,7 @@ class Builder:
     def r_funcdef(self, meta: Any, c: list) -> ast.FunctionDef:
         keyword, name, params, _returns, body = c
         return ast.FunctionDef(
-            str(name), self._params(params), body.stmts, self._block_span(keyword, body), ()
+            str(name), self._params(params), body.stmts, (), self._block_span(keyword, body)
         )
 
     def r_decorator(self, meta: Any, c: list) -> ast.Expr:
@@ -439,7 +439,7 @@ class Builder:
                 raise self.error("class keywords and *bases are not supported", arg.span)
             bases.append(arg.value)
         return ast.ClassDef(
-            str(name), tuple(bases), body.stmts, self._block_span(keyword, body), ()
+            str(name), tuple(bases), body.stmts, (), self._block_span(keyword, body)
         )
 
     def r_annassign_stmt(self, meta: Any, c: list) -> ast.AnnAssign:

@@ -12,7 +12,7 @@ compact, plain text::
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from adcli.lang.source import Source, Span, caret_line
 
@@ -96,16 +96,13 @@ class ScriptRuntimeError(AdError):
 
     def __init__(
         self,
-        message: str,
-        span: Span | None = None,
-        source: Source | None = None,
-        *,
-        kind: str | None = None,
+        *args: Any,
         traceback: list[TraceEntry] | None = None,
         original: BaseException | None = None,
         catchable: bool = True,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(message, span, source, kind=kind)
+        super().__init__(*args, **kwargs)  # message, span, source, kind: as AdError
         self.traceback: list[TraceEntry] = traceback if traceback is not None else []
         self.original = original
         self.catchable = catchable
