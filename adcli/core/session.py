@@ -27,9 +27,10 @@ from adcli.autograd import random as rng
 from adcli.autograd.engine import BackwardEvent
 from adcli.autograd.node import SavedTensorError
 from adcli.autograd.tensor import Tensor
+from adcli.lang import host as lang_host
 from adcli.lang.compiler import _script_name
 from adcli.lang.errors import AdError
-from adcli.lang.host import MODULE_HINTS, Host, Limits, Namespace
+from adcli.lang.host import MODULE_HINTS, Host, Limits, Namespace, library_hint
 from adcli.lang.parser import parse
 from adcli.lang.source import Source, Span
 from adcli.provenance import Label
@@ -75,10 +76,19 @@ class SessionOptions:
     initial_names: set[str] = field(default_factory=set)
 
 
+def _pytorch_library() -> lang_host.Library:
+    """PyTorch's names, for the language's error messages (loaded at the first one)."""
+    from adcli.scriptlib.pytorch_names import library
+
+    return library()
+
+
 def build_modules() -> dict[str, Namespace]:
-    """`Namespace` objects for every importable module, submodules linked."""
+    """`Namespace` objects for every importable module, submodules linked; the
+    language learns PyTorch's names, to say which ones adcli lacks."""
     from adcli.scriptlib.torchapi import module_table
 
+    lang_host.library = _pytorch_library
     table = module_table()
     built: dict[str, Namespace] = {}
     # children before parents, so a parent can hold its submodules
@@ -222,9 +232,7 @@ class Session:
         mod = self.modules.get(dotted)
         if mod is None:
             if dotted.split(".")[0] == "torch":
-                from adcli.lang.pytorch_names import alternative
-
-                hint = alternative(dotted)
+                hint = library_hint(dotted)
                 raise ModuleNotFoundError(
                     f"adcli does not support {dotted}" + (f": {hint}" if hint else " yet")
                 )

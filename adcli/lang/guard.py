@@ -52,7 +52,7 @@ from typing import Any
 
 from adcli.lang.bounds import NESTED, BigRange, int_text_bits, nested_size
 from adcli.lang.errors import LimitError, SandboxError
-from adcli.lang.host import Limits, Namespace, missing_member
+from adcli.lang.host import Limits, Namespace, missing_attribute, missing_member
 
 __all__ = [
     "DEFINABLE_DUNDERS",
@@ -589,7 +589,7 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
             f"attribute '{name}' of '{t.__name__}' objects is not available in adcli scripts"
         )
     # name and obj let the diagnostic say "Did you mean: ...?" as Python 3.12 does
-    raise AttributeError(_missing_attribute(t.__name__, name), name=name, obj=obj)
+    raise AttributeError(missing_attribute(t, name), name=name, obj=obj)
 
 
 def _unbound_method(cls: type, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -626,14 +626,6 @@ def _declares(t: type, table: str, name: str) -> bool:
     """Does host class `t` list `name` in its `table` (``__ad_attrs__``...)?"""
     names = getattr(t, table, None)
     return type(names) is frozenset and name in names
-
-
-def _missing_attribute(type_name: str, name: str) -> str:
-    from adcli.lang.pytorch_names import PYTORCH_NAMES
-
-    if type_name == "Tensor" and name in PYTORCH_NAMES["Tensor"]:
-        return f"adcli does not support Tensor.{name} yet"
-    return f"'{type_name}' object has no attribute '{name}'"
 
 
 def _has_attr(obj: Any, name: str) -> bool:

@@ -18,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from adcli.lang.source import Span
 
-__all__ = ["Host", "Limits", "Namespace", "namespace_importer"]
+__all__ = ["Host", "Library", "Limits", "Namespace", "namespace_importer"]
 
 
 class Namespace:
@@ -62,17 +63,49 @@ class Namespace:
 MODULE_HINTS: dict[str, str] = {}
 
 
-def missing_member(module: str, name: str) -> str:
-    """The message for a name a module lacks: a PyTorch name adcli lacks says so."""
-    from adcli.lang.pytorch_names import PYTORCH_NAMES, alternative
+class Library(NamedTuple):
+    """What the host knows of the library it stands in for, used only to word errors
+    about the names it lacks: that library's public names by module ("torch.nn") and
+    by host class (its tensor class), and what to use instead, by dotted name (a
+    module's entry covers its members)."""
 
+    modules: Mapping[str, frozenset[str]] = MappingProxyType({})
+    classes: Mapping[type, frozenset[str]] = MappingProxyType({})
+    hints: Mapping[str, str] = MappingProxyType({})
+
+
+#: Gives the host's `Library`; the host sets it (the language knows no library), and
+#: it is called only when an error needs it, so the tables load then.
+library: Callable[[], Library] = Library
+
+
+def library_hint(dotted: str) -> str | None:
+    """What to use instead of `dotted`, from its own entry or the closest module's."""
+    hints = library().hints
+    parts = dotted.split(".")
+    for i in range(len(parts), 1, -1):
+        hint = hints.get(".".join(parts[:i]))
+        if hint is not None:
+            return hint
+    return None
+
+
+def missing_member(module: str, name: str) -> str:
+    """The message for a name a module lacks: a name of the host's library says so."""
     hint = MODULE_HINTS.get(module.split(".")[0])
     if hint is not None:
         return f"adcli does not support {module}.{name}: {hint}"
-    if name in PYTORCH_NAMES.get(module, ()):
-        hint = alternative(f"{module}.{name}")
+    if name in library().modules.get(module, ()):
+        hint = library_hint(f"{module}.{name}")
         return f"adcli does not support {module}.{name}" + (f": {hint}" if hint else " yet")
     return f"module '{module}' has no attribute '{name}'"
+
+
+def missing_attribute(cls: type, name: str) -> str:
+    """The message for an attribute a host object lacks: a name its library has says so."""
+    if name in library().classes.get(cls, ()):
+        return f"adcli does not support {cls.__name__}.{name} yet"
+    return f"'{cls.__name__}' object has no attribute '{name}'"
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-# A tensor is known by its class's name, which is PyTorch's (`torch.Tensor`): the
-# language does not import the engine.
-_TENSOR = "torch.Tensor"
-
 # ------------------------------------------------------------------ Did you mean
 
 _MOVE = 2  # cost of inserting, deleting or replacing a character
@@ -60,15 +56,18 @@ def suggest(wrong: str, candidates: Iterable[str]) -> str | None:
 
 def attribute_candidates(obj: Any) -> list[str]:
     """The attribute names a script may read on `obj` (sorted, as `dir()`); on a
-    tensor, also the names PyTorch's Tensor has that adcli lacks."""
-    from adcli.lang.host import Namespace
+    host class, also the names its library has that the host lacks (Python suggests
+    from the real library's ``dir()``, as PyTorch's traceback does)."""
+    from adcli.lang.host import Namespace, library
 
     t = type(obj)
     names: set[str] = set()
     if t is Namespace:
         names.update(obj.__ad_members__)
     else:
+        known = library().classes  # the host's library's names (x.greator: 'greater')
         for klass in t.__mro__:
+            names.update(known.get(klass, ()))
             declared = klass.__dict__.get("__ad_attrs__")
             if type(declared) is frozenset:
                 names.update(declared)
@@ -81,10 +80,4 @@ def attribute_candidates(obj: Any) -> list[str]:
             names.update(k for k in d if isinstance(k, str))
         if t in (list, dict, str, tuple, set, frozenset, int, float, bool):
             names.update(dir(t))
-        if any(k.__module__ + "." + k.__name__ == _TENSOR for k in t.__mro__):
-            # Python suggests from torch's dir(), so a torch method adcli lacks is named
-            # too (x.greator: 'greater'), as PyTorch's traceback names it
-            from adcli.lang.pytorch_names import PYTORCH_NAMES
-
-            names.update(PYTORCH_NAMES["Tensor"])
     return sorted(n for n in names if isinstance(n, str) and n[:1] != "_" and "$" not in n)

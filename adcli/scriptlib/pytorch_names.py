@@ -2,7 +2,15 @@
 
 Used only to word errors: a name PyTorch has but adcli lacks gets
 "adcli does not support torch.X yet"; any other name gets Python's own message.
+The session hands `library` to the language (`adcli.lang.host.library`).
 Generated from torch 2.13.0 by listing dir(); facts, not code."""
+
+from __future__ import annotations
+
+import functools
+
+from adcli.autograd.tensor import Tensor
+from adcli.lang.host import Library
 
 PYTORCH_NAMES: dict[str, frozenset[str]] = {
     "torch": frozenset(
@@ -422,11 +430,8 @@ for _module, _names, _hint in (
     ALTERNATIVES.update({f"{_module}.{n}": _hint for n in _names.split()})
 
 
-def alternative(dotted: str) -> str | None:
-    """The hint for `dotted`, from its own entry or that of the closest module around it."""
-    parts = dotted.split(".")
-    for i in range(len(parts), 1, -1):
-        hint = ALTERNATIVES.get(".".join(parts[:i]))
-        if hint is not None:
-            return hint
-    return None
+@functools.cache
+def library() -> Library:
+    """PyTorch as the language's error messages know it (loaded at the first such error)."""
+    modules = {k: v for k, v in PYTORCH_NAMES.items() if k != "Tensor"}
+    return Library(modules, {Tensor: PYTORCH_NAMES["Tensor"]}, ALTERNATIVES)
