@@ -64,7 +64,7 @@ _CMP = dict(
         strict=True,
     )
 )
-_COMPOUND = (ast.If, ast.While, ast.For, ast.Try, ast.With, ast.FunctionDef)
+_COMPOUND = (ast.If, ast.While, ast.For, ast.Try, ast.With, ast.FunctionDef, ast.ClassDef)
 _VALUE_NODES = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Subscript)
 _COMPREHENSIONS = {
     "ListComp": (py.ListComp, ("elt",)),
@@ -106,7 +106,7 @@ class Options:
 def stmt_span(node: ast.Node, src: Source) -> Span:
     """A statement's span; for compound statements only its first line."""
     sp = node.span
-    if isinstance(node, _COMPOUND) or type(node).__name__ == "ClassDef":
+    if isinstance(node, _COMPOUND):
         line = src.line_text(sp.line).rstrip()
         return Span(sp.line, sp.column, sp.line, max(sp.column + 1, len(line) + 1))
     return sp
@@ -295,30 +295,24 @@ def _scan(module: ast.Module) -> tuple[set[str], set[str]]:
     return bound, shared
 
 
-def _rebound(body: tuple) -> set[str]:
-    """Names a block binds in its own scope (nested functions and classes skipped)."""
-    out: set[str] = set()
+def _own_scope(body: tuple) -> Iterator[ast.Node]:
+    """The nodes of a block in its own scope: a nested function, lambda or class is
+    one of them, but not its insides."""
     stack: list[Any] = list(body)
     while stack:
         n = stack.pop()
-        out.update(_binders(n))
-        if isinstance(n, (ast.FunctionDef, ast.Lambda)) or type(n).__name__ == "ClassDef":
-            continue
-        stack.extend(n.children())
-    return out
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(n.children())
+
+
+def _rebound(body: tuple) -> set[str]:
+    """Names a block binds in its own scope."""
+    return {name for n in _own_scope(body) for name in _binders(n)}
 
 
 def _contains_yield(body: tuple) -> bool:
-    stack: list[Any] = list(body)
-    while stack:
-        n = stack.pop()
-        kind = type(n).__name__
-        if kind in ("Yield", "YieldFrom"):
-            return True
-        if isinstance(n, (ast.FunctionDef, ast.Lambda)) or kind == "ClassDef":
-            continue
-        stack.extend(n.children())
-    return False
+    return any(type(n) is ast.Yield for n in _own_scope(body))
 
 
 class Translator:
@@ -743,7 +737,7 @@ class Translator:
         if kind in (ast.TupleExpr, ast.ListExpr):
             elts = [self.target(e) for e in t.elts]  # type: ignore[attr-defined]
             return _at(py.Tuple(elts=elts, ctx=py.Store()), t.span)
-        if kind.__name__ == "Starred":
+        if kind is ast.Starred:
             return _at(py.Starred(value=self.target(t.value), ctx=py.Store()), t.span)  # type: ignore[attr-defined]
         if kind is ast.Subscript:
             node = py.Subscript(value=self.expr(t.value), slice=self.expr(t.index), ctx=py.Store())
@@ -758,7 +752,7 @@ class Translator:
             return True
         if type(t) in (ast.TupleExpr, ast.ListExpr):
             return any(Translator.has_attribute(e) for e in t.elts)  # type: ignore[attr-defined]
-        if type(t).__name__ == "Starred":
+        if type(t) is ast.Starred:
             return Translator.has_attribute(t.value)  # type: ignore[attr-defined]
         return False
 
@@ -777,14 +771,14 @@ class Translator:
         for e in elts:
             tmp = self.temp()
             temps.append((e, tmp))
-            if type(e).__name__ == "Starred":
+            if type(e) is ast.Starred:
                 store_elts.append(py.Starred(value=_name(tmp, py.Store()), ctx=py.Store()))
             else:
                 store_elts.append(_name(tmp, py.Store()))
         out.append(py.Assign(targets=[py.Tuple(elts=store_elts, ctx=py.Store())], value=value))
         _locate(out, span)
         for e, tmp in temps:
-            inner = e.value if type(e).__name__ == "Starred" else e  # type: ignore[attr-defined]
+            inner = e.value if type(e) is ast.Starred else e  # type: ignore[attr-defined]
             out.extend(self.store(inner, _at(_name(tmp), span), span))
         return out
 
@@ -796,7 +790,7 @@ class Translator:
             return [(t.id, t.span if nested else None)]  # type: ignore[attr-defined]
         if kind in (ast.TupleExpr, ast.ListExpr):
             return [n for e in t.elts for n in Translator.bound_names(e, True)]  # type: ignore[attr-defined]
-        if kind.__name__ == "Starred":
+        if kind is ast.Starred:
             return Translator.bound_names(t.value, True)  # type: ignore[attr-defined]
         return []
 
@@ -1017,9 +1011,7 @@ class Translator:
                 value=_call("ad$import", _const(s.module), _const(False)),
             )
         ]
-        if s.star:
-            if self.ctx.function:
-                raise self.error("import * only allowed at module level", s.span)
+        if s.star:  # at module level: see build.validate
             out.append(py.Expr(_call("ad$star", _name(mod), _const(s.module))))
             return _locate(out, s.span)  # type: ignore[return-value]
         names = []

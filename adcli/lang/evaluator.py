@@ -106,12 +106,11 @@ def _script_exception(exc: BaseException) -> BaseException:
     return shown
 
 
-def _kind(exc: BaseException) -> str:
-    if isinstance(exc, ScriptRuntimeError | AdError):
-        return exc.kind
-    if isinstance(exc, KeyboardInterrupt):
-        return "KeyboardInterrupt"
-    return ""
+def _uncatchable(exc: BaseException) -> bool:
+    """Limits, sandbox refusals and interrupts: no `except` catches them, no `finally` runs."""
+    if isinstance(exc, AdError):
+        return exc.kind in UNCATCHABLE or not getattr(exc, "catchable", True)
+    return isinstance(exc, KeyboardInterrupt)
 
 
 def _innermost_frame(exc: BaseException, codes: dict) -> types.FrameType | None:
@@ -173,8 +172,8 @@ class Interpreter:
         self.max_depth = self.limits.max_depth
         self._state = _State()
         self._spans: list[Span] = []
-        # code object -> (source, {position: span}, {line: statement span})
-        self._codes: dict[types.CodeType, tuple[Source, dict, dict]] = {}
+        # code object -> (source, {line: [(statement span, its header's span)]})
+        self._codes: dict[types.CodeType, tuple[Source, dict]] = {}
         self._positions: dict[types.CodeType, list] = {}
         self._sources: list[Source] = []  # every source compiled (a REPL has many)
         self._steps_left = itertools.repeat(True, 0)
@@ -275,7 +274,7 @@ class Interpreter:
         found = self._frame()
         if found is None:
             return self._fixed_span[0] if self._fixed_span else None
-        frame, (_, _, lines) = found
+        frame, (_, lines) = found
         pos = self._position(frame.f_code, frame.f_lasti)
         if pos is None or pos[0] is None:
             return None
@@ -309,20 +308,13 @@ class Interpreter:
         return None
 
     def _register(self, code: types.CodeType, module: ast.Module, source: Source) -> None:
-        positions: dict[tuple, Span] = {}
-        lines: dict[int, Span] = {}
-        stack: list[Any] = [module]
-        while stack:
-            n = stack.pop()
-            sp = n.span
-            positions.setdefault((sp.line, sp.end_line, sp.column - 1, sp.end_column - 1), sp)
-            if type(n).__name__ in _STATEMENTS:
-                s = stmt_span(n, source)
-                positions.setdefault((s.line, s.end_line, s.column - 1, s.end_column - 1), s)
-                for line in range(sp.line, sp.end_line + 1):
-                    lines.setdefault(line, []).append((sp, s))  # outer statements first
-            stack.extend(reversed(n.children()))
-        info = (source, positions, lines)
+        lines: dict[int, list[tuple[Span, Span]]] = {}
+        for n in ast.walk(module):
+            if isinstance(n, ast.Stmt):
+                sp = n.span
+                for line in range(sp.line, sp.end_line + 1):  # outer statements first
+                    lines.setdefault(line, []).append((sp, stmt_span(n, source)))
+        info = (source, lines)
         if source not in self._sources:
             self._sources.append(source)
         todo = [code]
@@ -338,13 +330,8 @@ class Interpreter:
         found = self._position(code, lasti)
         if found is None or found[0] is None:
             return None, info[0]
-        line, end_line, col, end_col = found
-        if line is None:
-            return None, info[0]
-        span = info[1].get((line, end_line, col, end_col))
-        if span is None:
-            span = Span(line, (col or 0) + 1, end_line or line, (end_col or col or 0) + 1)
-        return span, info[0]
+        line, end_line, col, end_col = found  # the span the compiler gave the code
+        return Span(line, (col or 0) + 1, end_line or line, (end_col or col or 0) + 1), info[0]
 
     def _position(self, code: types.CodeType, lasti: int) -> tuple | None:
         """(line, end line, column, end column) of the instruction at byte `lasti`."""
@@ -513,8 +500,7 @@ class Interpreter:
         def match(exc: BaseException, cls: Any) -> bool:
             if not isinstance(exc, Exception):  # GeneratorExit, a host's own BaseException
                 return False
-            kind = _kind(exc)
-            if kind in UNCATCHABLE or (isinstance(exc, ScriptRuntimeError) and not exc.catchable):
+            if _uncatchable(exc):
                 return False
             if cls is None:
                 return True
@@ -533,16 +519,7 @@ class Interpreter:
 
         def finally_runs() -> bool:
             exc = sys.exc_info()[1]
-            if exc is None:
-                return True
-            return not (
-                _kind(exc) in UNCATCHABLE
-                or (isinstance(exc, ScriptRuntimeError) and not exc.catchable)
-            )
-
-        def bases(*classes: Any) -> tuple:
-            check_bases(classes)
-            return classes
+            return exc is None or not _uncatchable(exc)
 
         def fmt(value: Any, conversion: str | None, spec: str) -> str:
             return format_field(value, conversion, spec, guards)
@@ -593,7 +570,7 @@ class Interpreter:
             "ad$match": match,
             "ad$shown": _script_exception,
             "ad$fin": finally_runs,
-            "ad$bases": bases,
+            "ad$bases": check_bases,
             "ad$class": mark_class,
             "ad$fmt": fmt,
             "ad$fv": field,
@@ -674,7 +651,3 @@ class Interpreter:
 
 
 _COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>"})  # run inline
-_STATEMENTS = frozenset(
-    "ExprStmt Assign AugAssign AnnAssign Pass Break Continue Return Raise Global Nonlocal Delete"
-    " Assert Import ImportFrom If While For Try With FunctionDef ClassDef".split()
-)

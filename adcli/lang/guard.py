@@ -68,7 +68,6 @@ __all__ = [
     "make_attribute_guards",
     "make_builtins",
     "make_operator_helpers",
-    "make_operators",
     "make_print",
     "make_script_builtins",
     "mark_class",
@@ -377,37 +376,6 @@ def _count(v: Any) -> int:
         return operator.index(v)
     except Exception:
         return 0
-
-
-def make_operators(guards: Guards) -> tuple[dict[str, Callable], dict[str, Callable]]:
-    """(binary operators, in-place operators) keyed by their source text."""
-    binary: dict[str, Callable] = {
-        "+": guards.add,
-        "-": operator.sub,
-        "*": guards.mul,
-        "/": operator.truediv,
-        "//": operator.floordiv,
-        "%": guards.mod,
-        "**": guards.pow,
-        "@": operator.matmul,
-        "&": operator.and_,
-        "|": operator.or_,
-        "^": operator.xor,
-    }
-    inplace: dict[str, Callable] = {
-        "+": guards.iadd,
-        "-": operator.isub,
-        "*": guards.imul,
-        "/": operator.itruediv,
-        "//": operator.ifloordiv,
-        "%": guards.imod,
-        "**": guards.ipow,
-        "@": operator.imatmul,
-        "&": operator.iand,
-        "|": operator.ior,
-        "^": operator.ixor,
-    }
-    return binary, inplace
 
 
 # --------------------------------------------------------------- attributes
@@ -1059,7 +1027,8 @@ def _no_attr(obj: Any, name: str) -> AttributeError:
     )
 
 
-def check_bases(bases: tuple) -> None:
+def check_bases(*bases: Any) -> tuple:
+    """A script class's bases, once each is allowed (see the module docstring)."""
     for b in bases:
         if not isinstance(b, type):
             raise TypeError("bases must be types")
@@ -1070,6 +1039,7 @@ def check_bases(bases: tuple) -> None:
         )
         if not ok:
             raise SandboxError(f"subclassing '{b.__name__}' is not available in adcli scripts")
+    return bases
 
 
 def mark_class(cls: type) -> type:
@@ -1178,11 +1148,18 @@ def host_import(
 
 
 def make_operator_helpers(guards: Guards) -> dict[str, Callable]:
-    """Hidden names for the operators that need a size check ('ad$+', 'ad$+=' ...)."""
-    binary, inplace = make_operators(guards)
-    out: dict[str, Callable] = {f"ad${op}": fn for op, fn in binary.items()}
-    out.update({f"ad${op}=": fn for op, fn in inplace.items()})
-    return out
+    """Hidden names for the operators the compiler size-checks ('ad$+', 'ad$+=' ...);
+    the others run natively, or in place through `PLAIN_INPLACE`."""
+    return {
+        "ad$+": guards.add,
+        "ad$*": guards.mul,
+        "ad$**": guards.pow,
+        "ad$%": guards.mod,
+        "ad$+=": guards.iadd,
+        "ad$*=": guards.imul,
+        "ad$**=": guards.ipow,
+        "ad$%=": guards.imod,
+    }
 
 
 def context_manager(obj: Any) -> Any:

@@ -27,17 +27,6 @@ class Span:
     def __str__(self) -> str:
         return f"{self.line}:{self.column}"
 
-    @staticmethod
-    def point(line: int, column: int) -> Span:
-        """A one-character span at `line`, `column`."""
-        return Span(line, column, line, column + 1)
-
-    def cover(self, other: Span) -> Span:
-        """The smallest span holding both `self` and `other`."""
-        start = min((self.line, self.column), (other.line, other.column))
-        end = max((self.end_line, self.end_column), (other.end_line, other.end_column))
-        return Span(start[0], start[1], end[0], end[1])
-
 
 @dataclass(frozen=True, slots=True)
 class Source:
