@@ -237,20 +237,18 @@ class _Ctx:
     """Where the translator is: in a function? a class body? a comprehension iterable?
     Which names hold an int for certain here (`ints`: see `Translator.int_loop`)?"""
 
-    __slots__ = ("function", "klass", "no_walrus", "generator", "ints")
+    __slots__ = ("function", "klass", "no_walrus", "ints")
 
     def __init__(
         self,
         function: bool,
         klass: bool,
         no_walrus: bool,
-        generator: bool,
         ints: frozenset[str] = frozenset(),
     ) -> None:
         self.function = function
         self.klass = klass
         self.no_walrus = no_walrus
-        self.generator = generator
         self.ints = ints
 
 
@@ -321,7 +319,7 @@ class Translator:
     def __init__(self, module: ast.Module, options: Options) -> None:
         self.src = module.source
         self.opt = options
-        self.ctx = _Ctx(False, False, False, False)
+        self.ctx = _Ctx(False, False, False)
         self.tmp = 0
         self.unwatched: Span | None = None  # the assigned value's span (see assign_watched)
         # Loop variables of `for i in range(...)` are known ints (no hooks, no size
@@ -369,16 +367,16 @@ class Translator:
         if self.opt.watch == "all" or self.ctx.no_walrus:
             return _at(_call("ad$v", value, k), span)
         t = self.temp()
-        test = py.Attribute(
-            value=py.NamedExpr(target=_name(t, py.Store()), value=value),
-            attr="__class__",
-            ctx=py.Load(),
-        )
-        if self.opt.watch == "one":
-            cond = py.Compare(left=test, ops=[py.IsNot()], comparators=[_name("ad$T")])
-        else:
-            cond = py.Compare(left=test, ops=[py.NotIn()], comparators=[_name("ad$TS")])
+        cond = self.of_watched_type(py.NamedExpr(target=_name(t, py.Store()), value=value), False)
         return _at(py.IfExp(test=cond, body=_name(t), orelse=_call("ad$v", _name(t), k)), span)
+
+    def of_watched_type(self, value: py.expr, yes: bool = True) -> py.expr:
+        """``value.__class__ is ad$T`` (one watched type) or ``in ad$TS`` (several);
+        without `yes`, ``is not`` or ``not in``."""
+        test = py.Attribute(value=value, attr="__class__", ctx=py.Load())
+        if self.opt.watch == "one":
+            return py.Compare(test, [py.Is() if yes else py.IsNot()], [_name("ad$T")])
+        return py.Compare(test, [py.In() if yes else py.NotIn()], [_name("ad$TS")])
 
     def is_int(self, n: ast.Node) -> bool:
         """Is `n` an int for certain: int literals and known-int names under + - * // %
@@ -441,22 +439,14 @@ class Translator:
             if self.opt.watch == "all":
                 out.append(call)
                 continue
-            test = py.Attribute(value=_name(ident), attr="__class__", ctx=py.Load())
-            if self.opt.watch == "one":
-                cond = py.Compare(left=test, ops=[py.Is()], comparators=[_name("ad$T")])
-            else:
-                cond = py.Compare(left=test, ops=[py.In()], comparators=[_name("ad$TS")])
-            out.append(py.If(test=cond, body=[call], orelse=[]))
+            out.append(py.If(test=self.of_watched_type(_name(ident)), body=[call], orelse=[]))
         return _locate(out, span)  # type: ignore[return-value]
 
     # -------------------------------------------------------- expressions
 
     def expr(self, n: ast.Node) -> py.expr:
         """Translate one expression."""
-        method = getattr(self, "e_" + type(n).__name__, None)
-        if method is None:
-            raise self.error(f"cannot compile {type(n).__name__}", n.span)
-        return method(n)
+        return getattr(self, "e_" + type(n).__name__)(n)
 
     def e_Constant(self, n: ast.Constant) -> py.expr:
         return _at(_const(n.value), n.span)
@@ -654,7 +644,7 @@ class Translator:
 
     def e_Lambda(self, n: ast.Lambda) -> py.expr:
         args = self.arguments(n.params)
-        with self.inside(function=True, klass=False, no_walrus=False, generator=False):
+        with self.inside(function=True, klass=False, no_walrus=False):
             body = self.expr(n.body)
         ticked = _at(py.BoolOp(op=py.And(), values=[_step(), body]), n.span)
         lam = _at(py.Lambda(args=args, body=ticked), n.span)
@@ -739,12 +729,9 @@ class Translator:
             return _at(py.Tuple(elts=elts, ctx=py.Store()), t.span)
         if kind is ast.Starred:
             return _at(py.Starred(value=self.target(t.value), ctx=py.Store()), t.span)  # type: ignore[attr-defined]
-        if kind is ast.Subscript:
-            node = py.Subscript(value=self.expr(t.value), slice=self.expr(t.index), ctx=py.Store())
-            return _at(node, t.span)
-        if kind is ast.Attribute:
-            raise AssertionError("attributes are stored by store()")  # pragma: no cover
-        raise self.error(f"cannot assign to {kind.__name__}", t.span)
+        # a subscript: build.py refused other targets, and store() handles attributes
+        node = py.Subscript(value=self.expr(t.value), slice=self.expr(t.index), ctx=py.Store())  # type: ignore[attr-defined]
+        return _at(node, t.span)
 
     @staticmethod
     def has_attribute(t: ast.Node) -> bool:
@@ -807,10 +794,7 @@ class Translator:
         return body[0].span if body else Span(1, 1, 1, 2)
 
     def stmt(self, s: ast.Node) -> list[py.stmt]:
-        method = getattr(self, "s_" + type(s).__name__, None)
-        if method is None:
-            raise self.error(f"cannot compile {type(s).__name__}", s.span)
-        out = method(s)
+        out = getattr(self, "s_" + type(s).__name__)(s)
         if self.opt.statements:
             k = _const(self.span_index(stmt_span(s, self.src)))
             hook = _at(py.Expr(_call("ad$st", k)), stmt_span(s, self.src))
@@ -865,11 +849,7 @@ class Translator:
         kv = _const(self.span_index(s.value.span))
         ka = _const(self.span_index(s.span))
         hooks = py.If(
-            test=py.Compare(
-                left=py.Attribute(value=_name(ident), attr="__class__", ctx=py.Load()),
-                ops=[py.Is()],
-                comparators=[_name("ad$T")],
-            ),
+            test=self.of_watched_type(_name(ident)),
             body=[
                 py.Expr(_call("ad$v", _name(ident), kv)),
                 py.Expr(_call("ad$a", _const(target.id), _name(ident), ka)),  # type: ignore[attr-defined]
@@ -914,7 +894,7 @@ class Translator:
                     py.Expr(_at(_call("ad$sa", _name(obj), _const(t.attr), result), t.span)), s.span
                 )
             )
-        elif type(t) is ast.Subscript:
+        else:  # a subscript (build.py refused other targets)
             key = self.temp()
             out.append(
                 _at(py.Assign(targets=[_name(key, py.Store())], value=self.expr(t.index)), s.span)
@@ -923,8 +903,6 @@ class Translator:
             result = self.watched(_at(_call(func, current, value), s.span), s.span)
             store = py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Store())
             out.append(_at(py.Assign(targets=[_at(store, t.span)], value=result), s.span))
-        else:
-            raise self.error("illegal expression for augmented assignment", t.span)
         return _locate(out, s.span)  # type: ignore[return-value]
 
     def s_Pass(self, s: ast.Pass) -> list[py.stmt]:
@@ -1142,11 +1120,12 @@ class Translator:
             name = _script_name(s.name)
         decorators = [self.expr(d) for d in s.decorators]
         args = self.arguments(s.params)
-        generator = _contains_yield(s.body)
-        with self.inside(function=True, klass=False, no_walrus=False, generator=generator):
+        with self.inside(function=True, klass=False, no_walrus=False):
             body = self.block(s.body)
         prologue: list[py.stmt] = [py.Expr(_step())]
-        if not generator and _makes_calls(s.body):  # a generator's frame is resumed, not nested
+        if not _contains_yield(s.body) and _makes_calls(
+            s.body
+        ):  # a generator's frame is resumed, not nested
             over = py.Compare(
                 left=py.Attribute(value=_name("ad$S"), attr="d", ctx=py.Load()),
                 ops=[py.Gt()],
@@ -1182,7 +1161,7 @@ class Translator:
     def s_ClassDef(self, s: Any) -> list[py.stmt]:
         header = stmt_span(s, self.src)
         bases = [self.expr(b) for b in s.bases]
-        with self.inside(function=False, klass=True, no_walrus=True, generator=False):
+        with self.inside(function=False, klass=True, no_walrus=True):
             body = self.block(s.body)
         checked = _at(py.Starred(value=_call("ad$bases", *bases), ctx=py.Load()), header)
         _locate([checked], header)

@@ -59,7 +59,6 @@ __all__ = [
     "EXCEPTIONS",
     "Guards",
     "check_bases",
-    "check_context_manager",
     "context_manager",
     "format_field",
     "get_attribute",
@@ -381,63 +380,19 @@ def _count(v: Any) -> int:
 # --------------------------------------------------------------- attributes
 
 _PLAIN = frozenset(
-    {
-        # list
-        (list, "append"),
-        (list, "pop"),
-        (list, "insert"),
-        (list, "index"),
-        (list, "count"),
-        (list, "copy"),
-        (list, "reverse"),
-        (list, "sort"),
-        (list, "remove"),
-        (list, "clear"),
-        # dict
-        (dict, "keys"),
-        (dict, "values"),
-        (dict, "items"),
-        (dict, "get"),
-        (dict, "pop"),
-        (dict, "popitem"),
-        (dict, "clear"),
-        (dict, "copy"),
-        (dict, "setdefault"),
+    (t, name)
+    for t, names in (
+        (list, "append pop insert index count copy reverse sort remove clear"),
+        (dict, "keys values items get pop popitem clear copy setdefault"),
         # set and frozenset (the methods taking iterables are in _guarded_method)
-        (set, "add"),
-        (set, "discard"),
-        (set, "remove"),
-        (set, "pop"),
-        (set, "clear"),
-        (set, "copy"),
-        (set, "issubset"),
-        (set, "issuperset"),
-        (set, "isdisjoint"),
-        (frozenset, "copy"),
-        (frozenset, "issubset"),
-        (frozenset, "issuperset"),
-        (frozenset, "isdisjoint"),
-        # str
-        (str, "split"),
-        (str, "strip"),
-        (str, "lstrip"),
-        (str, "rstrip"),
-        (str, "upper"),
-        (str, "lower"),
-        (str, "startswith"),
-        (str, "endswith"),
-        (str, "find"),
-        (str, "count"),
-        (str, "isdigit"),
-        # tuple
-        (tuple, "index"),
-        (tuple, "count"),
+        (set, "add discard remove pop clear copy issubset issuperset isdisjoint"),
+        (frozenset, "copy issubset issuperset isdisjoint"),
+        (str, "split strip lstrip rstrip upper lower startswith endswith find count isdigit"),
+        (tuple, "index count"),
         # slice (what `x[a:b:c]` makes; `slice(...)` builds one)
-        (slice, "start"),
-        (slice, "stop"),
-        (slice, "step"),
-        (slice, "indices"),
-    }
+        (slice, "start stop step indices"),
+    )
+    for name in names.split()
 )
 
 
@@ -644,14 +599,6 @@ def delete_attribute(obj: Any, name: str) -> None:
         delattr(obj, name)
         return
     raise SandboxError(f"cannot delete attribute '{name}' in adcli scripts")
-
-
-def check_context_manager(obj: Any) -> None:
-    """Refuse ``with obj:`` unless the host marked the class ``__ad_context__ = True``."""
-    if getattr(type(obj), "__ad_context__", False) is not True:
-        raise TypeError(
-            f"'{type(obj).__name__}' object does not support the context manager protocol"
-        )
 
 
 # ------------------------------------------------------------------ builtins
@@ -888,10 +835,15 @@ def make_builtins(
         "all": all_,
         "repr": repr_,
     }
-    for name, fn in list(table.items()):
+    table.update(EXCEPTIONS)
+    return _named(table)
+
+
+def _named(table: dict[str, object]) -> dict[str, object]:
+    """`table`, its functions named as scripts see them (``sum_`` shows as ``sum``)."""
+    for name, fn in table.items():
         if callable(fn) and getattr(fn, "__name__", "").endswith("_"):
             fn.__name__ = fn.__qualname__ = name  # type: ignore[union-attr]
-    table.update(EXCEPTIONS)
     return table
 
 
@@ -1048,18 +1000,6 @@ def mark_class(cls: type) -> type:
     return cls
 
 
-def _type(*args: Any) -> type:
-    if len(args) != 1:
-        raise TypeError("type() takes 1 argument in adcli scripts")
-    cls = type(args[0])
-    if issubclass(cls, type):  # `type` itself (or a metaclass) would make classes freely
-        raise SandboxError("type() of a class is not available in adcli scripts")
-    return cls
-
-
-_type.__name__ = _type.__qualname__ = "type"
-
-
 def make_script_builtins(guards: Guards) -> dict[str, object]:
     """The pure builtins plus the class builtins scripts see (no runtime helpers)."""
     table = make_builtins(guards)
@@ -1070,13 +1010,16 @@ def make_script_builtins(guards: Guards) -> dict[str, object]:
     proxies[BigRange] = proxies[range]
 
     def type_(*args: Any) -> type:
-        cls = _type(*args)
+        if len(args) != 1:
+            raise TypeError("type() takes 1 argument in adcli scripts")
+        cls = type(args[0])
+        if issubclass(cls, type):  # `type` itself (or a metaclass) would make classes freely
+            raise SandboxError("type() of a class is not available in adcli scripts")
         return proxies.get(cls) or TYPE_PROXIES.get(cls, cls)
 
-    type_.__name__ = type_.__qualname__ = "type"
     table["type"] = type_
     table.update(_attribute_builtins(guards))
-    return table
+    return _named(table)
 
 
 def _attribute_builtins(guards: Guards) -> dict[str, Callable]:
@@ -1119,16 +1062,7 @@ def _attribute_builtins(guards: Guards) -> dict[str, Callable]:
         arity("delattr", args, 2)
         delete(args[0], name_of(args[1]))
 
-    table: dict[str, Callable] = {}
-    for name, fn in (
-        ("getattr", getattr_),
-        ("setattr", setattr_),
-        ("hasattr", hasattr_),
-        ("delattr", delattr_),
-    ):
-        fn.__name__ = fn.__qualname__ = name
-        table[name] = fn
-    return table
+    return {"getattr": getattr_, "setattr": setattr_, "hasattr": hasattr_, "delattr": delattr_}
 
 
 # Packages whose C code imports its own helpers lazily while a script's frame is the
@@ -1163,9 +1097,10 @@ def make_operator_helpers(guards: Guards) -> dict[str, Callable]:
 
 
 def context_manager(obj: Any) -> Any:
-    """``with obj``: host classes marked ``__ad_context__`` and script classes."""
-    if not _is_script_instance(type(obj)):
-        check_context_manager(obj)
+    """``with obj``: host classes marked ``__ad_context__ = True`` and script classes."""
+    t = type(obj)
+    if not _is_script_instance(t) and getattr(t, "__ad_context__", False) is not True:
+        raise TypeError(f"'{t.__name__}' object does not support the context manager protocol")
     return obj
 
 
