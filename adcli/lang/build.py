@@ -98,6 +98,8 @@ _TARGET_WORDS = {
     ast.DictComp: "dict comprehension",
     ast.GeneratorExp: "generator expression",
     ast.Slice: "slice",
+    ast.TupleExpr: "tuple",  # (augmented assignment: other targets unpack tuples and lists)
+    ast.ListExpr: "list",
 }
 
 
@@ -231,11 +233,9 @@ class Builder:
     def r_augassign_stmt(self, meta: Any, c: list) -> ast.AugAssign:
         target, op, value = c
         if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
-            word = "tuple" if isinstance(target, ast.TupleExpr) else _target_word(target)
-            if isinstance(target, ast.ListExpr):
-                word = "list"
             raise self.error(
-                f"'{word}' is an illegal expression for augmented assignment", target.span
+                f"'{_target_word(target)}' is an illegal expression for augmented assignment",
+                target.span,
             )
         return ast.AugAssign(target, op, value, self.cspan(c))
 

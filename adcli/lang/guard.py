@@ -42,6 +42,7 @@ exactly as ``obj.name`` does. The evaluator layers the host's globals over it.
 
 from __future__ import annotations
 
+import builtins
 import operator
 import re
 import sys
@@ -605,26 +606,12 @@ def delete_attribute(obj: Any, name: str) -> None:
 
 # Exception classes scripts can name in ``except`` and ``raise``.
 EXCEPTIONS: dict[str, type[BaseException]] = {
-    cls.__name__: cls
-    for cls in (
-        Exception,
-        ArithmeticError,
-        AssertionError,
-        AttributeError,
-        ImportError,
-        IndexError,
-        KeyError,
-        LookupError,
-        ModuleNotFoundError,
-        NameError,
-        NotImplementedError,
-        OverflowError,
-        RuntimeError,
-        TypeError,
-        UnboundLocalError,
-        ValueError,
-        ZeroDivisionError,
-    )
+    name: getattr(builtins, name)
+    for name in (
+        "Exception ArithmeticError AssertionError AttributeError ImportError IndexError"
+        " KeyError LookupError ModuleNotFoundError NameError NotImplementedError"
+        " OverflowError RuntimeError TypeError UnboundLocalError ValueError ZeroDivisionError"
+    ).split()
 }
 
 _MISSING: Any = object()

@@ -34,17 +34,9 @@ _TAB = 8
 # Keywords that open a block, and how Python names them in
 # "expected an indented block after ... on line N".
 _BLOCK_WORDS = {
-    "if": "'if' statement",
-    "elif": "'elif' statement",
-    "else": "'else' statement",
-    "while": "'while' statement",
-    "for": "'for' statement",
-    "try": "'try' statement",
-    "except": "'except' statement",
-    "finally": "'finally' statement",
-    "with": "'with' statement",
-    "def": "function definition",
+    w: f"'{w}' statement" for w in "if elif else while for try except finally with".split()
 }
+_BLOCK_WORDS["def"] = "function definition"
 
 Pos = Callable[[int, int], "tuple[int, int]"]
 
@@ -316,19 +308,10 @@ def get_lark() -> tuple[Lark, AdIndenter]:
 
 _EXPR_START = {"NAME", "DEC_NUMBER", "LPAR", "LSQB", "MINUS"}
 _STMT_START = {"PASS", "RETURN", "IF", "DEF"}
-_ATOM_TOKENS = {
-    "NAME",
-    "DEC_NUMBER",
-    "HEX_NUMBER",
-    "OCT_NUMBER",
-    "BIN_NUMBER",
-    "FLOAT_NUMBER",
-    "STRING",
-    "LONG_STRING",
-    "NONE",
-    "TRUE",
-    "FALSE",
-}
+_ATOM_TOKENS = frozenset(
+    "NAME DEC_NUMBER HEX_NUMBER OCT_NUMBER BIN_NUMBER FLOAT_NUMBER STRING LONG_STRING"
+    " NONE TRUE FALSE".split()
+)
 _FIRST_INDENT = re.compile(r"(?:[ \t\f]*(?:#[^\n]*)?\n)*([ \t\f]+)(?=[^\s#])")
 
 
