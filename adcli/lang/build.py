@@ -138,7 +138,8 @@ class Builder:
 
     # ------------------------------------------------------------ positions
 
-    def _pos(self, line: int, column: int) -> tuple[int, int]:
+    def pos(self, line: int, column: int) -> tuple[int, int]:
+        """Where (`line`, `column`) of the parsed text is in the script."""
         if not self.line_base:
             return line, column
         if line == 1:
@@ -147,14 +148,14 @@ class Builder:
 
     def span(self, tok: Token) -> Span:
         """Span of a token."""
-        line, col = self._pos(tok.line, tok.column)
-        end_line, end_col = self._pos(tok.end_line, tok.end_column)
+        line, col = self.pos(tok.line, tok.column)
+        end_line, end_col = self.pos(tok.end_line, tok.end_column)
         return Span(line, col, end_line, end_col)
 
     def _edge(self, x: object, end: bool) -> tuple[int, int] | None:
         """Where `x` (a token, node, block, span or list of them) starts, or ends."""
         if type(x) is Token:
-            return self._pos(x.end_line, x.end_column) if end else self._pos(x.line, x.column)  # type: ignore[attr-defined]
+            return self.pos(x.end_line, x.end_column) if end else self.pos(x.line, x.column)  # type: ignore[attr-defined]
         if isinstance(x, ast.Node):
             x = x.span
         if type(x) is Span:
@@ -715,7 +716,7 @@ class Builder:
             line, col = tok.line, tok.column + offset
         else:
             line, col = tok.line + nl, offset - text.rindex("\n", 0, offset)
-        return self._pos(line, col)
+        return self.pos(line, col)
 
     def _decode(self, tok: Token, raw_text: str, raw: bool, offset: int) -> str:
         if raw:

@@ -8,6 +8,7 @@ indentation mistakes with exact positions (Lark's `DedentError` has none).
 
 from __future__ import annotations
 
+import functools
 import keyword
 import os
 import re
@@ -39,10 +40,6 @@ _BLOCK_WORDS = {
 _BLOCK_WORDS["def"] = "function definition"
 
 Pos = Callable[[int, int], "tuple[int, int]"]
-
-
-def _identity(line: int, column: int) -> tuple[int, int]:
-    return line, column
 
 
 class _Located(Exception):
@@ -494,22 +491,9 @@ def parse_expression(source: Source, text: str, line: int, column: int) -> ast.N
 
     Used for f-string fields; spans point into `source`.
     """
-
-    def pos(ln: int, col: int) -> tuple[int, int]:
-        if ln == 1:
-            return line, column + col - 2
-        return line + ln - 1, col
-
-    tree = _run_lark("(" + text + ")\n", "eval_input", source, pos, "f-string: ")
-    builder = Builder(source, _expr_parser(source), line, column)
+    builder = Builder(source, functools.partial(parse_expression, source), line, column)
+    tree = _run_lark("(" + text + ")\n", "eval_input", source, builder.pos, "f-string: ")
     return builder.build(tree)  # type: ignore[arg-type]
-
-
-def _expr_parser(source: Source) -> Callable[[str, int, int], ast.Node]:
-    def parse_expr(text: str, line: int, column: int) -> ast.Node:
-        return parse_expression(source, text, line, column)
-
-    return parse_expr
 
 
 def parse(source: Source) -> ast.Module:
@@ -532,7 +516,7 @@ def parse(source: Source) -> ast.Module:
             source,
             kind="IndentationError",
         )
-    tree = _run_lark(text, "start", source, _identity)
-    module = Builder(source, _expr_parser(source)).build(tree)  # type: ignore[arg-type]
+    builder = Builder(source, functools.partial(parse_expression, source))
+    module = builder.build(_run_lark(text, "start", source, builder.pos))  # type: ignore[arg-type]
     validate(module)
     return module
