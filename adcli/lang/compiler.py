@@ -183,6 +183,16 @@ def _script_name(ident: str) -> str:
     return ident
 
 
+def _bind(ident: str, value: py.expr) -> py.Assign:
+    """``ident = value``."""
+    return py.Assign(targets=[_name(ident, py.Store())], value=value)
+
+
+def _walrus(ident: str, value: py.expr) -> py.NamedExpr:
+    """``(ident := value)``."""
+    return py.NamedExpr(target=_name(ident, py.Store()), value=value)
+
+
 def _call(func: str, *args: py.expr) -> py.Call:
     return py.Call(func=_name(func), args=list(args), keywords=[])
 
@@ -367,7 +377,7 @@ class Translator:
         if self.opt.watch == "all" or self.ctx.no_walrus:
             return _at(_call("ad$v", value, k), span)
         t = self.temp()
-        cond = self.of_watched_type(py.NamedExpr(target=_name(t, py.Store()), value=value), False)
+        cond = self.of_watched_type(_walrus(t, value), False)
         return _at(py.IfExp(test=cond, body=_name(t), orelse=_call("ad$v", _name(t), k)), span)
 
     def of_watched_type(self, value: py.expr, yes: bool = True) -> py.expr:
@@ -519,7 +529,7 @@ class Translator:
             first, again = left, _name(left.id)
         else:
             t = self.temp()
-            first, again = py.NamedExpr(target=_name(t, py.Store()), value=left), _name(t)
+            first, again = _walrus(t, left), _name(t)
         test = py.Compare(
             left=py.Attribute(value=first, attr="__class__", ctx=py.Load()),
             ops=[py.In()],
@@ -562,10 +572,10 @@ class Translator:
             return acc
         # A long chain: (t := first, t := t + x1, t := t + x2, ...)[-1], shallow for CPython.
         t = self.temp()
-        steps: list[py.expr] = [py.NamedExpr(target=_name(t, py.Store()), value=acc)]
+        steps: list[py.expr] = [_walrus(t, acc)]
         for b in chain:
             step = self.binop(b, _name(t), self.expr(b.right))
-            steps.append(_at(py.NamedExpr(target=_name(t, py.Store()), value=step), b.span))
+            steps.append(_at(_walrus(t, step), b.span))
         tup = _at(py.Tuple(elts=steps, ctx=py.Load()), n.span)
         return _at(py.Subscript(value=tup, slice=_const(-1), ctx=py.Load()), n.span)
 
@@ -606,7 +616,7 @@ class Translator:
             t = None
             if i < last:
                 t = self.temp()
-                right = py.NamedExpr(target=_name(t, py.Store()), value=right)
+                right = _walrus(t, right)
             pair = py.Compare(left=left, ops=[_CMP[op]()], comparators=[right])
             sp = left_node.span
             end = right_node.span
@@ -830,7 +840,7 @@ class Translator:
         if len(s.targets) == 1:
             return self.store(s.targets[0], value, s.span) + self.assigned(names, s.span)
         tmp = self.temp()
-        out: list[py.stmt] = [_at(py.Assign(targets=[_name(tmp, py.Store())], value=value), s.span)]
+        out: list[py.stmt] = [_at(_bind(tmp, value), s.span)]
         for t in s.targets:
             out.extend(self.store(t, _at(_name(tmp), s.span), s.span))
         return out + self.assigned(names, s.span)
@@ -884,7 +894,7 @@ class Translator:
         func = f"ad${s.op}=" if guarded else f"ad$i{s.op}"
         obj = self.temp()
         out: list[py.stmt] = [
-            _at(py.Assign(targets=[_name(obj, py.Store())], value=self.expr(t.value)), s.span)  # type: ignore[attr-defined]
+            _at(_bind(obj, self.expr(t.value)), s.span)  # type: ignore[attr-defined]
         ]
         if type(t) is ast.Attribute:
             current = _at(_call("ad$ga", _name(obj), _const(t.attr)), t.span)
@@ -896,9 +906,7 @@ class Translator:
             )
         else:  # a subscript (build.py refused other targets)
             key = self.temp()
-            out.append(
-                _at(py.Assign(targets=[_name(key, py.Store())], value=self.expr(t.index)), s.span)
-            )
+            out.append(_at(_bind(key, self.expr(t.index)), s.span))
             current = _at(py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Load()), t.span)
             result = self.watched(_at(_call(func, current, value), s.span), s.span)
             store = py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Store())
@@ -969,9 +977,7 @@ class Translator:
         for a in s.names:
             bound = a.asname or a.name.split(".")[0]
             call = _call("ad$import", _const(a.name), _const(a.asname is None))
-            out.append(
-                _at(py.Assign(targets=[_name(_script_name(bound), py.Store())], value=call), s.span)
-            )
+            out.append(_at(_bind(_script_name(bound), call), s.span))
             names.append(bound)
         return _locate(out, s.span) + self.assigned(names, s.span)  # type: ignore[operator]
 
@@ -996,7 +1002,7 @@ class Translator:
         for a in s.names:
             bound = a.asname or a.name
             call = _call("ad$from", _name(mod), _const(s.module), _const(a.name))
-            out.append(py.Assign(targets=[_name(_script_name(bound), py.Store())], value=call))
+            out.append(_bind(_script_name(bound), call))
             names.append(bound)
         return _locate(out, s.span) + self.assigned(names, s.span)  # type: ignore[operator]
 
@@ -1061,10 +1067,10 @@ class Translator:
                     ident = _script_name(h.name)
                     shown = _call("ad$shown", _name(exc))
                     clear = [
-                        py.Assign(targets=[_name(ident, py.Store())], value=_const(None)),
+                        _bind(ident, _const(None)),
                         py.Delete(targets=[_name(ident, py.Del())]),
                     ]
-                    body = [py.Assign(targets=[_name(ident, py.Store())], value=shown)]
+                    body = [_bind(ident, shown)]
                     body += self.assigned([h.name], h.span)
                     body.append(
                         py.Try(body=self.block(h.body), handlers=[], orelse=[], finalbody=clear)
