@@ -1220,3 +1220,53 @@ def test_generator_counts_steps() -> None:
 def test_compiled_code_errors_point_at_the_script(code: str, snippet: str) -> None:
     err = run_error(code)
     assert err.source is not None and err.source.snippet(err.span) == snippet
+
+
+class _Box:
+    """A host class scripts may read `a` on."""
+
+    __ad_attrs__ = frozenset({"a"})
+    a = 1
+
+
+def test_names_the_host_lacks_are_worded_from_its_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The language knows no library: a name the host lacks is 'not supported' only
+    when the host's `Library` lists it, with its advice; else Python's message."""
+    from adcli.lang import host
+
+    monkeypatch.setattr(host, "library", host.Library)  # a host that names no library
+    lib = Namespace("lib", {"f": 1})
+    code = "print(x.a)\nx.{}\n"
+    globals_ = {"lib": lib, "x": _Box()}
+    plain = [run_ad(code.format(n), globals=globals_)[0] for n in ("b", "c")]
+    assert plain == [
+        "1\nAttributeError: '_Box' object has no attribute 'b'\n",
+        "1\nAttributeError: '_Box' object has no attribute 'c'\n",
+    ]
+    assert (
+        run_ad("lib.g\n", globals=globals_)[0]
+        == "AttributeError: module 'lib' has no attribute 'g'\n"
+    )
+    monkeypatch.setattr(
+        host,
+        "library",
+        lambda: host.Library(
+            {"lib": frozenset({"g", "h"})}, {_Box: frozenset({"b"})}, {"lib.g": "use lib.f"}
+        ),
+    )
+    assert (
+        run_ad(code.format("b"), globals=globals_)[0]
+        == "1\nAttributeError: adcli does not support _Box.b yet\n"
+    )
+    assert (
+        run_ad(code.format("c"), globals=globals_)[0]
+        == "1\nAttributeError: '_Box' object has no attribute 'c'\n"
+    )
+    assert (
+        run_ad("lib.g\n", globals=globals_)[0]
+        == "AttributeError: adcli does not support lib.g: use lib.f\n"
+    )
+    assert (
+        run_ad("lib.h\n", globals=globals_)[0]
+        == "AttributeError: adcli does not support lib.h yet\n"
+    )
