@@ -529,8 +529,7 @@ class Interpreter:
             return value
 
         def fstring(text: str) -> str:
-            if len(text) > guards.max_seq:
-                raise guards.too_long(len(text), "f-string")
+            guards.check_len(len(text), "f-string")
             return text
 
         def star_args(value: Any, name: str) -> list:
