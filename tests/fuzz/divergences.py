@@ -52,6 +52,23 @@ DELIBERATE: tuple[Divergence, ...] = (
 )
 
 
+# Divergences the generator sees in torch's own state while it runs a program (a
+# feature it records); every mismatch of such a program is counted under the entry.
+BY_FEATURE: dict[str, Divergence] = {
+    "divergence:grad-stealing": Divergence(
+        "grad-stealing",
+        "*",
+        "",
+        "PyTorch's AccumulateGrad adopts an incoming gradient as `.grad` when its C++ "
+        "reference count says nothing else holds it, so two leaves' `.grad` can be views "
+        "of one buffer (the 0-d parts of an expanded gradient, through stack or unbind) "
+        "and a later in-place accumulation into one changes the other. adcli's `.grad` "
+        "always owns its memory: Python's reference counts (reports hold gradients) "
+        "cannot tell what PyTorch's tell.",
+    ),
+}
+
+
 def classify(m: Mismatch) -> Divergence | None:
     """The deliberate divergence `m` is an instance of, or None."""
     for d in DELIBERATE:

@@ -141,7 +141,32 @@ class Gen:
                 return e
             finally:
                 torch.set_grad_enabled(True)
+                self.note_grad_aliasing()
         return None
+
+    def note_grad_aliasing(self) -> None:
+        """Mark the program when two tensors' `.grad` share memory: PyTorch's
+        AccumulateGrad adopted gradients that are views of one buffer (a deliberate
+        divergence: adcli's `.grad` always owns its memory)."""
+        if "divergence:grad-stealing" in self.features:
+            return
+        spans = []
+        seen: set[int] = set()
+        for v in self.ns.values():
+            if not isinstance(v, torch.Tensor) or id(v) in seen:
+                continue
+            seen.add(id(v))
+            g = v.grad if (v.is_leaf or v.retains_grad) else None
+            if g is None or g.numel() == 0 or g.layout != torch.strided:
+                continue
+            reach = sum((n - 1) * st for n, st in zip(g.shape, g.stride(), strict=True))
+            first = g.data_ptr()
+            spans.append((first, first + (reach + 1) * g.element_size(), id(g)))
+        spans.sort()
+        for (_, end, ga), (start, _, gb) in zip(spans, spans[1:], strict=False):
+            if start < end and ga != gb:
+                self.features["divergence:grad-stealing"] += 1
+                return
 
     def eval(self, expr: str, ns: dict[str, Any] | None = None) -> Any:
         """Evaluate `expr` (raises what torch raises)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .differ import Mismatch, Outcome, compare, run_adcli, run_torch
-from .divergences import DELIBERATE, classify
+from .divergences import BY_FEATURE, DELIBERATE, classify
 from .gen import generate
 from .shrink import shrink
 
@@ -150,6 +150,10 @@ def fuzz_one(seed: str, on_program: Callable[[str], None] | None = None) -> Resu
         except ProgramTimeout:
             m = Mismatch("timeout", None, "", f"over {PROGRAM_SECONDS} s", "timeout")
             return Result(seed, prog.text, prog.features, [m], [])
+        for feature, d in BY_FEATURE.items():
+            if real and feature in prog.features:
+                deliberate += [d.name] * len(real)
+                real = []
     gen_error = None
     if t.error is not None:  # torch refused the generator's own program: not adcli's fault
         gen_error = f"{seed}: line {t.error[2]}: {t.error[0]}: {t.error[1][:120]}"
@@ -549,6 +553,7 @@ def findings_markdown(summary: Summary, title: str = "Fuzz findings") -> str:
     if DELIBERATE:
         parts.append("## Deliberate divergences (not counted as failures)\n")
         parts += [f"- **{d.name}** ({d.category}): {d.reason}" for d in DELIBERATE]
+        parts += [f"- **{d.name}** (any, {f}): {d.reason}" for f, d in BY_FEATURE.items()]
     return "\n".join(parts) + "\n"
 
 
