@@ -153,7 +153,7 @@ class Gen:
         spans = []
         seen: set[int] = set()
         for v in self.ns.values():
-            if not isinstance(v, torch.Tensor) or id(v) in seen:
+            if not isinstance(v, torch.Tensor) or id(v) in seen or not _healthy(v):
                 continue
             seen.add(id(v))
             g = v.grad if (v.is_leaf or v.retains_grad) else None
