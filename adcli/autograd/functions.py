@@ -2994,7 +2994,7 @@ class CopySlicesOp(Function):
         out = base.data_.copy()
         ctx.view_meta = node.in_meta[0]
         if index is ops.SPREAD:  # an expand of a 0-d base: it holds the value written
-            out[()] = value.flat[-1]
+            out[()] = ops.spread_value(value, out)
             ctx.mask = np.zeros((), bool)
             return out
         if value.size:  # (an empty view of a 0-d base, picked by a False mask: nothing)

@@ -2240,6 +2240,17 @@ def _fancy_index(a: Tensor, parts: tuple[Any, ...]) -> tuple[Any, ...]:
 SPREAD: Any = object()
 
 
+def spread_value(value: np.ndarray, old: np.ndarray) -> Any:
+    """What a 0-d base holds after an in-place op wrote `value` through an expanded view
+    of it: the element the op wrote last, in memory order (a masked_fill_ writes only
+    the masked ones: the last element that changed, else the old value)."""
+    same = value == old
+    if value.dtype.kind in "fc":
+        same |= np.isnan(value) & np.isnan(old)
+    changed = np.flatnonzero(~same)
+    return value.flat[changed[-1]] if changed.size else old[()]
+
+
 def view_position(view: Tensor) -> tuple[np.ndarray, ...] | None:
     """Where a view's elements sit in its base, as an index into the base (arrays of
     positions, read from the memory the two share), or None when that cannot be told."""
@@ -2374,7 +2385,7 @@ def inplace_on_view(
     if store is not None:  # (the view's memory is the base's)
         store(view.data_)
     elif idx is SPREAD:  # (the op wrote one value: fill_, masked_fill_)
-        base.data_[()] = value.flat[-1]
+        base.data_[()] = spread_value(value, base.data_)
     elif value.size:  # (an empty view of a 0-d base, picked by a False mask: nothing)
         base.data_[idx] = value.astype(base.data_.dtype, copy=False)
     base._vc[0] += 1
@@ -3242,7 +3253,13 @@ def _masked_fill_(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     a._check_inplace((value,))  # autograd's checks come before the kernel's warning
     if a.data_.size and _expanded(a.data_):  # (an empty tensor overlaps nothing)
         _config.warn(EXPANDED_WARNING.format("masked_fill_", "[mask] = scalar", 2450))
-    return a._inplace(lambda t, v: _masked_fill(t, mask, v), value, _overlap_ok=True)
+
+    def store(memory: np.ndarray) -> None:  # only the masked elements are written
+        v = value.data_ if isinstance(value, Tensor) else value
+        where = np.broadcast_to(_as_array(mask), memory.shape)
+        np.copyto(memory, np.asarray(v).astype(memory.dtype), where=where, casting="unsafe")
+
+    return a._inplace(lambda t, v: _masked_fill(t, mask, v), value, _overlap_ok=True, _store=store)
 
 
 def _expanded(a: np.ndarray) -> bool:

@@ -598,7 +598,11 @@ class Tensor:
         if not record:
             with grad_mode.no_grad():
                 result = fn(self, *args, **kwargs)
-            _write(self, result.data_)
+            if _store is not None:  # (expanded memory holds what the op wrote last)
+                check_write(self.data_, result.data_)
+                _store(self.data_)
+            else:
+                _write(self, result.data_)
             self._vc[0] += 1
             return self if fw is None else _fw_write(self, fw)
         if self._base is not None:
