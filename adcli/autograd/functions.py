@@ -21,7 +21,7 @@ import numpy as np
 
 from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad
 from .node import FREED_MESSAGE, Function, SavedTensorError
-from .summation import torch_mean, torch_sum
+from .summation import nll_cascade_sum, torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
 
 ops.F = sys.modules[__name__]  # the ops run these rows (ops.py cannot import this module)
@@ -3219,6 +3219,16 @@ def _row_sum(x: np.ndarray, dim: int) -> np.ndarray:
     return np.sum(x, axis=dim, keepdims=True, initial=-0.0 if last else 0.0)
 
 
+def _float32_lastdim(g: np.ndarray, y: np.ndarray, dim: int) -> bool:
+    """Whether a softmax backward runs PyTorch's float32 last-dim kernel."""
+    return (
+        g.dtype == y.dtype == np.float32
+        and g.ndim > 0
+        and g.size > 0
+        and dim % g.ndim == g.ndim - 1
+    )
+
+
 class SoftmaxBackwardData(Function):
     """softmax's gradient y * (g - sum(g * y)) along dim"""
 
@@ -3228,6 +3238,8 @@ class SoftmaxBackwardData(Function):
         ctx.dim = dim
         ctx.save(g if ctx.needs_input_grad[1] else None, y)
         gd, yd = g.data_, y.data_
+        if _float32_lastdim(gd, yd, dim):
+            return kernels32.softmax_backward_lastdim(gd, yd)
         return yd * (gd - _row_sum(gd * yd, dim))
 
     def backward(ctx, gg):
@@ -3289,6 +3301,8 @@ class LogSoftmaxBackwardData(Function):
         ctx.dim = dim
         ctx.save(g if ctx.needs_input_grad[1] else None, y)
         gd, yd = g.data_, y.data_
+        if _float32_lastdim(gd, yd, dim):
+            return kernels32.log_softmax_backward_lastdim(gd, yd)
         if gd.ndim and gd.size and gd.dtype == yd.dtype and gd.dtype in (np.float32, np.float64):
             return kernels32.log_softmax_backward(gd, np.broadcast_to(yd, gd.shape), dim)
         return gd - np.exp(yd) * _row_sum(gd, dim)
@@ -3574,6 +3588,15 @@ def _nll_weights(weight: Tensor | None, valid: np.ndarray, safe: np.ndarray, dt:
     return np.where(valid, weight.data_[safe], 0).astype(dt)
 
 
+def _nll_total_weight(weight: Tensor | None, wt: np.ndarray, valid: np.ndarray) -> Any:
+    """nll_loss's divisor for "mean": the count of valid targets, or their class
+    weights added in the kernel's cascade order."""
+    if weight is None:
+        return np.asarray(np.count_nonzero(valid), wt.dtype)
+    at = np.flatnonzero(valid)
+    return nll_cascade_sum(wt.ravel()[at], at, valid.size)
+
+
 def _pick(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """x[n, idx[n], ...] along dim 1 (nll_loss's picked log-probabilities)."""
     if x.ndim == 2:  # (batch, classes): plain fancy indexing is much cheaper
@@ -3609,11 +3632,12 @@ class NllLoss(Function):
         if reduction == "none" and batched:
             return losses
         # PyTorch's kernel sums into a +0 here (one sample, or a reduction): a -0 loss is +0
-        total = losses.sum(dtype=x.dtype) + np.zeros((), x.dtype)
+        at = np.flatnonzero(valid)
+        total = nll_cascade_sum(losses.ravel()[at], at, valid.size)
         if reduction != "mean":
             return total
         with np.errstate(invalid="ignore", divide="ignore"):
-            return (total / wt.sum(dtype=x.dtype)).astype(x.dtype)
+            return (total / _nll_total_weight(weight, wt, valid)).astype(x.dtype)
 
     def backward(ctx, g):
         logp = ctx.saved_tensors[0]
@@ -3645,16 +3669,17 @@ class NllLossBackward(Function):
         valid = tt != ignore_index
         safe = np.where(valid, tt, 0)
         wt = _nll_weights(weight, valid, safe, x.dtype)
-        coeff = -wt
-        if reduction == "mean":
-            coeff = coeff / wt.sum(dtype=x.dtype)
-        # (reshaped to the targets' shape: K-dim losses with reduction="none" too)
-        gd = (
-            g.data_.reshape(wt.shape) if reduction == "none" else np.broadcast_to(g.data_, wt.shape)
-        )
+        if reduction == "none":  # -w * g, per element (K-dim losses too)
+            vals = -wt * g.data_.reshape(wt.shape)
+        else:  # w * -(g / total weight): PyTorch divides the one incoming number first
+            gd = g.data_.reshape(())
+            with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: 0 / 0
+                if reduction == "mean":
+                    gd = gd / _nll_total_weight(weight, wt, valid)
+                vals = np.broadcast_to(-gd, wt.shape) if weight is None else wt * -gd
         out = np.zeros(x.shape if batched else (1,) + x.shape, x.dtype)
         # nothing is written for an ignored target: its row stays +0
-        vals = np.where(valid, gd * coeff, np.zeros((), x.dtype))
+        vals = np.where(valid, vals, np.zeros((), x.dtype))
         if out.ndim == 2:  # (batch, classes): plain fancy indexing, one entry per row
             out[np.arange(out.shape[0]), safe] = vals
         else:

@@ -218,20 +218,55 @@ def silu(x: np.ndarray) -> np.ndarray:
         )
 
 
+def vector_lanes() -> int:
+    """Float32 lanes in the vectors of PyTorch's softmax kernels here: 16 where it runs
+    its AVX512 kernels (softmax's are registered for AVX512), else 8 (AVX2's)."""
+    return 2 * _LANES if cpu_capability() == "AVX512" else _LANES
+
+
+def _fold(acc: np.ndarray) -> np.ndarray:
+    """A vector's lanes (last axis) added as `vec_reduce_all` folds them: halves, then
+    quarters, ... (lane i + lane i + L/2, and so on), down to one."""
+    while acc.shape[-1] > 1:
+        half = acc.shape[-1] // 2
+        acc = acc[..., :half] + acc[..., half:]
+    return acc[..., 0]
+
+
 def _lanes_sum(e: np.ndarray) -> np.ndarray:
-    """Sum along the last axis as PyTorch's `vec::reduce_all` adds: 8 lane
-    accumulators over whole vectors (the first vector is the start), the tail added
-    into the first lanes, then lanes folded 4, 2, 1 apart; fewer than 8 in order."""
+    """Sum along the last axis as PyTorch's `vec::reduce_all` adds: one accumulator per
+    lane over whole vectors (the first vector is the start), the tail added into the
+    first lanes, then the lanes folded; a row shorter than a vector in order."""
+    lanes = vector_lanes()
     n = e.shape[-1]
-    if n < _LANES:
+    if n < lanes:
         return np.add.accumulate(e, axis=-1)[..., -1]
-    full = n - n % _LANES
-    vecs = e[..., :full].reshape(e.shape[:-1] + (full // _LANES, _LANES))
-    acc = np.add.accumulate(vecs, axis=-2)[..., -1, :] if full > _LANES else vecs[..., 0, :].copy()
+    full = n - n % lanes
+    vecs = e[..., :full].reshape(e.shape[:-1] + (full // lanes, lanes))
+    acc = np.add.accumulate(vecs, axis=-2)[..., -1, :] if full > lanes else vecs[..., 0, :].copy()
     if n > full:
         acc[..., : n - full] += e[..., full:]
-    w = acc[..., :4] + acc[..., 4:]
-    return (w[..., 0] + w[..., 2]) + (w[..., 1] + w[..., 3])
+    return _fold(acc)
+
+
+def _lanes_dot(g: np.ndarray, y: np.ndarray, fused_tail: bool) -> np.ndarray:
+    """sum(g * y) along the last axis as `vec::map2_reduce_all` adds the products: whole
+    vectors multiplied, then added lane by lane; the tail's products added into the
+    first lanes, with one multiply-add each where `fused_tail` (the compiler makes one
+    of them in some inlined copies of the loop); then the lanes folded."""
+    lanes = vector_lanes()
+    n = g.shape[-1]
+    if n < lanes:
+        return np.add.accumulate(g * y, axis=-1)[..., -1]
+    full = n - n % lanes
+    shape = g.shape[:-1] + (full // lanes, lanes)
+    prods = g[..., :full].reshape(shape) * y[..., :full].reshape(shape)
+    acc = np.add.accumulate(prods, axis=-2)[..., -1, :] if full > lanes else prods[..., 0, :].copy()
+    if n > full:
+        head = acc[..., : n - full]
+        tail_g, tail_y = g[..., full:], y[..., full:]
+        acc[..., : n - full] = fma(tail_g, tail_y, head) if fused_tail else head + tail_g * tail_y
+    return _fold(acc)
 
 
 def softmax(x: np.ndarray, dim: int) -> np.ndarray:
@@ -259,11 +294,29 @@ def softmax(x: np.ndarray, dim: int) -> np.ndarray:
 
 def log_softmax_lastdim(x: np.ndarray) -> np.ndarray:
     """(x - max) - log(sum(exp(x - max))) along the last dim of a float32 x, as
-    PyTorch's `_vec_log_softmax_lastdim`: SLEEF's exp, `_lanes_sum`, the C
-    library's log of the sum (measured: 99.9% bit-equal)."""
+    PyTorch's `_vec_log_softmax_lastdim`: SLEEF's exp, `_lanes_sum`, SLEEF's log of
+    the sum (its vectorized `map`)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         d = x - np.max(x, axis=-1, keepdims=True)
-        return d - rounded(np.log, _lanes_sum(sleef_expf(d)))[..., np.newaxis]
+        return d - sleef_logf(_lanes_sum(sleef_expf(d)))[..., np.newaxis]
+
+
+def log_softmax_backward_lastdim(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """g - exp(y) * sum(g) along the last dim of float32 g and y (y the log_softmax
+    result), as `_vec_host_softmax_backward_lastdim`: `_lanes_sum`, SLEEF's exp, and
+    one multiply-add."""
+    s = np.broadcast_to(_lanes_sum(g)[..., np.newaxis], g.shape)
+    return fma(-sleef_expf(y), s, g)
+
+
+def softmax_backward_lastdim(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(g - sum(g * y)) * y along the last dim of float32 g and y (y the softmax
+    result), as `_vec_host_softmax_backward_lastdim`. Its `parallel_for` (grain 0)
+    runs the rows on PyTorch's threads when there are two or more of each, else
+    calls the loop directly: measured, only that direct copy fuses the tail."""
+    rows = g.size // g.shape[-1]
+    fused_tail = rows < 2 or threads() < 2
+    return (g - _lanes_dot(g, y, fused_tail)[..., np.newaxis]) * y
 
 
 def log_softmax_dim(x: np.ndarray, dim: int) -> np.ndarray:
@@ -477,6 +530,38 @@ def _logkf(d: np.ndarray):  # noqa: ANN202
         _F32(3.69183861259614332084311e-09) * one,
     )
     return _df_add(sh, sl, *_df_mul(*_df_mul(x2h, x2l, xh, xl), ch, cl))
+
+
+_LOGF_POLY = tuple(_F32(c) for c in (0.3027294874, 0.3996108174, 0.6666694880))
+
+
+def sleef_logf(d: np.ndarray) -> np.ndarray:
+    """log of float32 d as SLEEF's `logf_u10` (PyTorch's `Vectorized<float>::log`):
+    d = m * 2**e with m in [0.75, 1.5), log m = 2 atanh((m - 1) / (m + 1)) by an odd
+    polynomial, e * ln 2 and the leading terms in double-float arithmetic."""
+    d = np.asarray(d, _F32)
+    with np.errstate(all="ignore"):
+        tiny = d < _F32(1.1754944e-38)  # subnormals scaled up by 2**64 first
+        a = np.where(tiny, d * _F32(2.0**64), d)
+        _, ex = np.frexp(a * _F32(1 / 0.75))
+        m = np.ldexp(a, 1 - ex).astype(_F32)
+        e = (ex - 1 - np.where(tiny, 64, 0)).astype(_F32)
+        one, zero = np.ones_like(m), np.zeros_like(m)
+        sh, sl = _df_mul1(
+            _F32(0.69314718246459960938) * one, _F32(-1.904654323148236017e-09) * one, e
+        )
+        xh, xl = _df_div(*_df_add2(-one, zero, m, zero), *_df_add2(one, zero, m, zero))
+        x2 = xh * xh
+        t = _LOGF_POLY[0] * one
+        for c in _LOGF_POLY[1:]:
+            t = _fma32(t, x2, c)
+        sh, sl = _df_add(sh, sl, xh * _F32(2), xl * _F32(2))
+        sh, sl = _df_add(sh, sl, x2 * xh * t, zero)
+        r = sh + sl
+        r = np.where(np.isposinf(d), d, r)
+        r = np.where((d < 0) | np.isnan(d), _F32(np.nan), r)
+        r = np.where(d == 0, _F32(-np.inf), r)
+    return r.astype(_F32, copy=False)
 
 
 def _rint_i32(u: np.ndarray) -> np.ndarray:

@@ -385,3 +385,59 @@ def torch_mean(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool = Fals
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         return cascade_sum(x, dims, keepdim) / x.dtype.type(n)
+
+
+# --- nll_loss's own cascade ------------------------------------------------------
+#
+# nll_loss (and nll_loss2d) add their reduced losses, and their class weights, with
+# their own loop: every valid element is added to level 0 in order, then, at an
+# element whose index is a multiple of 2**p, level 0 is added into level 1 (and
+# cleared), at a multiple of 2**(2p) level 1 into level 2, ... up to 8 levels, which
+# are finally added up from +0 (p = max(4, ceil(log2(n)) // 8)). An ignored element
+# is skipped before that check, so it carries nothing.
+
+_NLL_LEVELS = 8
+
+
+def _runs_sums(v: np.ndarray, closes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left-to-right sums of the runs of v that end where `closes` is True (each run
+    starting at +0), and the sum of what follows the last of them."""
+    ends = np.flatnonzero(closes)
+    bounds = np.concatenate([[0], ends + 1, [v.size]])
+    lengths = np.diff(bounds)
+    width = int(lengths.max()) if lengths.size else 0
+    zero = np.zeros((), v.dtype)
+    if width == 0:
+        return np.zeros(ends.size, v.dtype), zero
+    if lengths.size * width <= 8 * v.size + 1024:
+        # runs as rows padded with +0 after their end: an added +0 changes no sum
+        row = np.repeat(np.arange(lengths.size), lengths)
+        grid = np.zeros((lengths.size, width), v.dtype)
+        grid[row, np.arange(v.size) - bounds[row]] = v
+        sums = zero + np.add.accumulate(grid, axis=1)[:, -1]
+    else:  # a few very long runs (most multiples of 2**p ignored): one at a time
+        sums = np.array(
+            [
+                zero + (np.add.accumulate(v[a:b])[-1] if b > a else zero)
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+            ],
+            v.dtype,
+        )
+    return sums[:-1], sums[-1]
+
+
+def nll_cascade_sum(values: np.ndarray, index: np.ndarray, count: int) -> np.ndarray:
+    """Sum of `values` (one per valid element, at linear position `index`, ascending,
+    out of `count` elements) in the order of nll_loss's cascade."""
+    p = max(4, max(count - 1, 1).bit_length() // _NLL_LEVELS)
+    levels = []
+    for j in range(_NLL_LEVELS - 1):
+        closes = index % (1 << (p * (j + 1))) == 0
+        carried, rest = _runs_sums(values, closes)
+        levels.append(rest)
+        values, index = carried, index[closes]
+    levels.append(_runs_sums(values, np.zeros(values.size, bool))[1])
+    total = np.zeros((), values.dtype)
+    for level in levels:
+        total = total + level
+    return total
