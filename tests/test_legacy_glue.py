@@ -185,6 +185,10 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
         ),
         ("import torchvision.models\n", "adcli does not support the module 'torchvision'"),
         (
+            "from IPython.core.debugger import set_trace\n",
+            "adcli does not support the module 'IPython': notebook tools and the debugger",
+        ),
+        (
             "import os\nos.listdir()\n",
             "adcli does not support os.listdir: adcli scripts cannot read or write files",
         ),

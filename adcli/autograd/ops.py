@@ -1995,8 +1995,11 @@ def _convert_index(index: Any) -> Any:
                 p = int(p.data_)
             else:
                 p = p.data_
-        elif isinstance(p, list):
-            p = np.asarray([x.item() if isinstance(x, Tensor) else x for x in p])
+        elif isinstance(p, (list, tuple, range)):
+            # any sequence inside an index (a list, `range(n)`, a tuple within the
+            # tuple) is one advanced index, as PyTorch converts it to a tensor
+            items = [x.item() if isinstance(x, Tensor) else x for x in p]
+            p = np.asarray(items) if items else np.zeros(0, np.int64)
         elif isinstance(p, slice):
             p = slice(*(_slice_int(v) for v in (p.start, p.stop, p.step)))
         elif isinstance(p, bool):

@@ -240,6 +240,8 @@ UNSUPPORTED_MODULES: dict[str, str] = {
     "itertools": "use for loops, zip, enumerate and range",
     "functorch": "functorch is torch.func now: use torch.func.jvp, grad, vmap or functional_call",
     "copy": "use tensor.clone() for tensors and list(x) or dict(x) for containers",
+    "IPython": "notebook tools and the debugger are not available: print the values instead",
+    "pdb": "the debugger is not available: print the values instead",
 }
 
 _IMPORTABLE = "torch (with torch.nn, torch.optim, torch.autograd...), numpy, math and random"
