@@ -4,6 +4,7 @@ rounded as its CPU kernel rounds."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,11 @@ def _sqrt(x: np.ndarray) -> np.ndarray:
 
 
 class Optimizer:
-    """Holds parameter groups; `zero_grad()` and `step()`."""
+    """Holds parameter groups; `zero_grad()` and `step()`. A script may derive its own
+    optimizer from it (`super().__init__(params, defaults)`, a `step` that reads
+    `self.param_groups` and keeps per-parameter buffers in `self.state[p]`)."""
 
+    __ad_subclass__ = True
     __ad_attrs__ = frozenset(
         {"zero_grad", "step", "param_groups", "state", "state_dict", "defaults"}
     )
@@ -92,11 +96,16 @@ class Optimizer:
             self.param_groups.append(group)
         # per parameter (by id): NumPy arrays, and the step counters as NumPy scalars
         self._state: dict[int, dict[str, Any]] = {}
+        # a script optimizer's own `self.state`: a dict per parameter, made on first use
+        self._ad_script_state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
 
     @property
     def state(self) -> dict[Tensor, dict[str, Any]]:
         """`optimizer.state`: each parameter's buffers as tensors (sharing the memory the
-        optimizer updates), keyed by the parameter, in the order they were created."""
+        optimizer updates), keyed by the parameter, in the order they were created; for
+        an optimizer a script defines, the dicts its `step` keeps there."""
+        if type(self).__module__ != __name__:
+            return self._ad_script_state
         by_id = {id(p): p for g in self.param_groups for p in g["params"]}
         return {
             by_id[i]: {k: Tensor._make(v) for k, v in st.items()}

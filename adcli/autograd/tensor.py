@@ -29,6 +29,13 @@ engine: Any = None  # engine.py: backward()
 forward_ad: Any = None  # forward_ad.py: tangents through in-place ops, and in repr
 legacy: Any = None  # legacy.py: torch.Tensor(...) and .device
 
+SCALAR_CONVERSION_WARNING = (
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+    "behavior.\nConsider using tensor.detach() first. (Triggered internally at "
+    "/__w/pytorch/pytorch/torch/csrc/autograd/generated/python_variable_methods.cpp:822.)"
+)
+#: warnings PyTorch gives once per process (TORCH_WARN_ONCE), not once per script line
+WARN_ONCE = frozenset({SCALAR_CONVERSION_WARNING})
 NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -488,12 +495,7 @@ class Tensor:
 
     def __float__(self) -> float:
         if self.requires_grad:
-            config.warn(
-                "Converting a tensor with requires_grad=True to a scalar may lead to "
-                "unexpected behavior.\nConsider using tensor.detach() first. (Triggered "
-                "internally at /__w/pytorch/pytorch/torch/csrc/autograd/generated/"
-                "python_variable_methods.cpp:822.)"
-            )
+            config.warn(SCALAR_CONVERSION_WARNING)
         return float(self._scalar("float"))
 
     def __int__(self) -> int:

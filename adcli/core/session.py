@@ -26,7 +26,7 @@ from adcli.autograd import graph as autograd_graph
 from adcli.autograd import random as rng
 from adcli.autograd.engine import BackwardEvent
 from adcli.autograd.node import SavedTensorError
-from adcli.autograd.tensor import Tensor
+from adcli.autograd.tensor import WARN_ONCE, Tensor
 from adcli.lang import host as lang_host
 from adcli.lang.compiler import _script_name
 from adcli.lang.errors import AdError
@@ -331,13 +331,15 @@ class Session:
             label.name = name if n == 1 else f"{name}@{n}"
 
     def _warn(self, message: str) -> None:
-        """PyTorch's UserWarnings, printed once per message and script line as Python does."""
+        """PyTorch's UserWarnings, printed once per message and script line as Python does
+        (once per run for those PyTorch itself gives once)."""
         span = self.interp.current_span if hasattr(self, "interp") else None
         path = self.source.path if self.source is not None else "<script>"
         line = span.line if span is not None else 0
-        if (path, line, message) in self._warned_lines:
+        key = (path, line, message) if message not in WARN_ONCE else ("", 0, message)
+        if key in self._warned_lines:
             return
-        self._warned_lines.add((path, line, message))
+        self._warned_lines.add(key)
         src = self.interp.current_source or self.source
         code = src.line_text(line).strip() if src is not None and line else ""
         notes = self._warning_notes(message, sys._getframe(1))

@@ -428,6 +428,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         "Node": graph.Node,
     }
     optim_ = {
+        "Optimizer": optim.Optimizer,
         "SGD": optim.SGD,
         "Adam": optim.Adam,
         "AdamW": optim.AdamW,

@@ -843,3 +843,29 @@ def test_warnings_once_per_line_and_message(tmp_path: Path) -> None:
     expected = [line for line in shown.splitlines() if "UserWarning" in line]
     assert len(expected) == 2
     assert [line for line in err.splitlines() if "UserWarning" in line] == expected
+
+
+_FLOATS = """import torch
+w = torch.ones(2, requires_grad=True)
+total = float(w.sum())
+for step in range(3):
+    total += float((w * step).sum())
+print(total, int(w[0]), bool(w[1]), w[0].item())
+"""
+
+
+def test_scalar_conversion_warning_once_per_run(tmp_path: Path) -> None:
+    """float() of a tensor that requires grad warns once per process in PyTorch (its
+    TORCH_WARN_ONCE), whatever line converts next; int(), bool() and item() never."""
+    script = tmp_path / "floats.ad"
+    script.write_text(_FLOATS)
+    env = {"PATH": "", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    run = [sys.executable, "-m", "adcli", "run", "-q", str(script)]
+    ad = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    pt = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert pt.returncode == 0, pt.stderr
+    assert (ad.returncode, ad.stdout) == (0, pt.stdout)
+    assert ad.stderr == pt.stderr
+    assert ad.stderr.count("UserWarning") == 1
