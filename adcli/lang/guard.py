@@ -474,6 +474,11 @@ def _guarded_method(obj: Any, name: str, guards: Guards) -> Callable | None:
 #: Attribute readers for foreign classes a host exposes (NumPy arrays, scalars and
 #: dtypes): type -> reader(obj, name), which returns the attribute or raises.
 ATTRIBUTE_READERS: dict[type, Callable[[Any, str], Any]] = {}
+#: Attribute writers for host classes that take names a script chooses (adcli's
+#: layers: `model.fc = nn.Linear(...)` registers a submodule): type -> writer(obj,
+#: name, value), which sets the attribute (True), refuses a name the host uses
+#: itself (False), or raises.
+ATTRIBUTE_WRITERS: dict[type, Callable[[Any, str, Any], bool]] = {}
 #: What ``type(x)`` gives a script for these real types: stand-ins that check
 #: ``isinstance`` but cannot construct objects from raw memory (``numpy.ndarray``).
 TYPE_PROXIES: dict[type, type] = {}
@@ -568,6 +573,14 @@ def set_attribute(obj: Any, name: str, value: Any) -> None:
         )
     if _declares(t, "__ad_settable__", name):
         setattr(obj, name, value)
+        return
+    writer = ATTRIBUTE_WRITERS.get(t)
+    if writer is not None:
+        if not writer(obj, name, value):
+            raise SandboxError(
+                f"attribute '{name}' of '{t.__name__}' objects is used by adcli: "
+                "choose another name"
+            )
         return
     if getattr(t, "__ad_open__", False) is True and not _declares(t, "__ad_attrs__", name):
         if hasattr(t, name):  # one of the host's own names: writing it would confuse adcli

@@ -2,8 +2,9 @@
 `nn.init` and `nn.utils`, on the autograd engine of adcli.autograd.
 
 `tables()` gives the importable modules' members (wired into torchapi.module_table),
-and `ATTRIBUTE_READERS` how the sandbox reads a layer's attributes (put into
-adcli.lang.guard by the script library: this package is below the language).
+and `ATTRIBUTE_READERS` and `ATTRIBUTE_WRITERS` how the sandbox reads and sets a
+layer's attributes (put into adcli.lang.guard by the script library: this package is
+below the language).
 """
 
 from __future__ import annotations
@@ -79,11 +80,40 @@ def _read_attribute(module: Module, name: str) -> Any:
             return reg[name]
     if name in d.get("_keys", ()) and name in d:  # a ParameterDict's other values
         return d[name]
+    if name in d.get(_SCRIPT_NAMES, ()):  # a plain value a script set
+        return d[name]
     raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'", name=name, obj=module)
+
+
+_SCRIPT_NAMES = "_ad_script_names"
+
+
+def _write_attribute(module: Module, name: str, value: Any) -> bool:
+    """`layer.name = value` on adcli's own layers, as PyTorch's Module.__setattr__: a
+    module or Parameter is registered under the script's name (`model.fc = ...`), a
+    tensor replaces a buffer of that name, anything else is kept as a plain value.
+    False (nothing set) for a name the layer itself uses."""
+    t = type(module)
+    if name in t.__ad_attrs__:
+        raise AttributeError(f"attribute '{name}' of '{t.__name__}' objects is not writable")
+    d = module.__dict__
+    registries = [d.get(r) or () for r in ("_parameters", "_buffers", "_modules")]
+    if hasattr(t, name) or (
+        name in d
+        and name not in d.get(_SCRIPT_NAMES, ())
+        and not any(name in r for r in registries)
+    ):
+        return False
+    setattr(module, name, value)
+    if name in d and not any(name in r for r in registries):
+        d.setdefault(_SCRIPT_NAMES, set()).add(name)
+    return True
 
 
 #: For adcli.lang.guard.ATTRIBUTE_READERS: how a script reads a layer's attributes.
 ATTRIBUTE_READERS: dict[type, Any] = dict.fromkeys(MODULE_CLASSES, _read_attribute)
+#: For adcli.lang.guard.ATTRIBUTE_WRITERS: how a script sets them.
+ATTRIBUTE_WRITERS: dict[type, Any] = dict.fromkeys(MODULE_CLASSES, _write_attribute)
 
 
 def tables() -> dict[str, dict[str, Any]]:
@@ -112,4 +142,11 @@ def tables() -> dict[str, dict[str, Any]]:
     }
 
 
-__all__ = ["ATTRIBUTE_READERS", "MODULE_CLASSES", "Module", "Parameter", "tables"]
+__all__ = [
+    "ATTRIBUTE_READERS",
+    "ATTRIBUTE_WRITERS",
+    "MODULE_CLASSES",
+    "Module",
+    "Parameter",
+    "tables",
+]

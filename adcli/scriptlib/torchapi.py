@@ -470,6 +470,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     for name, members in _nn.tables().items():
         tables.setdefault(name, {}).update(members)
     guard.ATTRIBUTE_READERS.update(_nn.ATTRIBUTE_READERS)  # how scripts read a layer's attributes
+    guard.ATTRIBUTE_WRITERS.update(_nn.ATTRIBUTE_WRITERS)  # and set them
     return _extend(tables)
 
 
