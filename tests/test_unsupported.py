@@ -28,6 +28,10 @@ def run(text: str) -> tuple[int, str]:
             "u.ad:3:1: error: AttributeError: adcli does not support Tensor.cumprod yet",
         ),
         (
+            "import torch\np = torch.nn.Parameter(torch.ones(2))\np.cumprod(0)\n",
+            "u.ad:3:1: error: AttributeError: adcli does not support Tensor.cumprod yet",
+        ),
+        (
             "import torch.nn.functional as F\nF.softsign\n",
             "u.ad:2:1: error: AttributeError: "
             "adcli does not support torch.nn.functional.softsign yet",

@@ -401,6 +401,7 @@ def _run(
                         captured[(id(node), 0)] = grads[0]
                 elif accumulate:
                     _accumulate_grad(node, grads[0], create_graph)
+                    _post_accumulate_hooks(node)
                     if node.pre_hooks:
                         _post_hooks(node, (), grads)
                 continue
@@ -695,6 +696,16 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
             var._grad = Tensor._make(dst + g.data_)
 
 
+def _post_accumulate_hooks(node: AccumulateGrad) -> None:
+    """The leaf's post-accumulate-grad hooks, in order, each given the leaf."""
+    var = node.variable
+    if var is None or not var._post_acc_hooks:
+        return
+    for hook in list(var._post_acc_hooks):
+        if hook(var) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
 def silence_hooks(roots: Sequence[Node | None]) -> Callable[[], None]:
     """Switch off tensor hooks and retain_grad on every node reachable from `roots`,
     for a tool that differentiates a graph behind the script's back (a report's
@@ -717,6 +728,9 @@ def silence_hooks(roots: Sequence[Node | None]) -> Callable[[], None]:
             if var is not None and var._hooks:
                 saved.append((var, "_hooks", var._hooks))
                 var._hooks = None
+            if var is not None and var._post_acc_hooks:
+                saved.append((var, "_post_acc_hooks", var._post_acc_hooks))
+                var._post_acc_hooks = None
         for nxt, _ in node.next_functions:
             if nxt is not None and id(nxt) not in seen:
                 stack.append(nxt)

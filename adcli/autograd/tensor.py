@@ -136,6 +136,7 @@ class Tensor:
         "_vc",
         "_acc_ref",
         "_hooks",
+        "_post_acc_hooks",
         "_retains_grad",
         "_base",
         "_view_version",
@@ -168,6 +169,7 @@ class Tensor:
         t._vc = vc if vc is not None else [0] if not grad_mode.state.inference else _new_vc()
         t._acc_ref = None
         t._hooks = None
+        t._post_acc_hooks = None
         t._retains_grad = False
         t._base = None
         t._view_version = 0
@@ -414,6 +416,17 @@ class Tensor:
         if self.grad_fn is None:
             return _add_hook(self, "_hooks", hook)
         return _add_hook(self.grad_fn, "pre_hooks", ("tensor", self._output_nr, hook))
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Call `hook(self)` each time a backward pass has added into this leaf's `.grad`
+        (PyTorch 2.1; an optimizer step run inside the backward)."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        return _add_hook(self, "_post_acc_hooks", hook)
 
     def detach(self) -> Tensor:
         """A new leaf sharing data and version counter, not requiring grad."""

@@ -35,6 +35,7 @@ class Parameter(Tensor):
         p._vc = data._vc
         p._acc_ref = None
         p._hooks = None
+        p._post_acc_hooks = None
         p._retains_grad = False
         p._base = None
         p._view_version = 0
