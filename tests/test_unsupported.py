@@ -37,6 +37,11 @@ def run(text: str) -> tuple[int, str]:
             "adcli does not support torch.nn.functional.softsign yet",
         ),
         (
+            "from torch.func import stack_module_state\n",
+            "u.ad:1:1: error: ImportError: "
+            "adcli does not support torch.func.stack_module_state yet",
+        ),
+        (
             "from torch import erfinv\n",
             "u.ad:1:1: error: ImportError: adcli does not support torch.erfinv yet",
         ),

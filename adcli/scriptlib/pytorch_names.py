@@ -309,6 +309,55 @@ PYTORCH_NAMES: dict[str, frozenset[str]] = {
             "tensorsolve vander vecdot vector_norm "
         ).split()
     ),
+    "torch.func": frozenset(
+        (
+            "debug_unwrap functional_call functionalize grad grad_and_value hessian "
+            "jacfwd jacrev jvp linearize rearrange replace_all_batch_norm_modules_ "
+            "stack_module_state vjp vmap "
+        ).split()
+    ),
+    "torch.nn.init": frozenset(
+        (
+            "Callable Literal ParamSpec Tensor TypeVar calculate_gain constant "
+            "constant_ dirac dirac_ eye eye_ kaiming_normal kaiming_normal_ "
+            "kaiming_uniform kaiming_uniform_ math normal normal_ ones_ orthogonal "
+            "orthogonal_ sparse sparse_ torch trunc_normal_ uniform uniform_ "
+            "warnings xavier_normal xavier_normal_ xavier_uniform xavier_uniform_ "
+            "zeros_ "
+        ).split()
+    ),
+    "torch.nn.utils": frozenset(
+        (
+            "clip_grad clip_grad_norm clip_grad_norm_ clip_grad_value_ "
+            "clip_grads_with_norm_ convert_conv2d_weight_memory_format "
+            "convert_conv3d_weight_memory_format convert_parameters "
+            "fuse_conv_bn_eval fuse_conv_bn_weights fuse_linear_bn_eval "
+            "fuse_linear_bn_weights fusion get_total_norm init memory_format "
+            "parameters_to_vector parametrizations parametrize remove_spectral_norm "
+            "remove_weight_norm rnn skip_init spectral_norm stateless "
+            "vector_to_parameters weight_norm "
+        ).split()
+    ),
+    "torch.autograd.graph": frozenset(
+        (
+            "Any Callable Generator GradientEdge Iterable Iterator Literal "
+            "MutableMapping NamedTuple Node Optional RemovableHandle Sequence "
+            "TYPE_CHECKING TorchDispatchMode TypeAlias Union Variable "
+            "WeakKeyDictionary WeakValueDictionary abc "
+            "allow_mutation_on_saved_tensors cast contextlib contextvars "
+            "defaultdict deque disable_saved_tensors_hooks functools "
+            "get_gradient_edge increment_version log logging "
+            "region_activation_memory_budget register_multi_grad_hook save_on_cpu "
+            "saved_tensors_hooks set_override_stale_capture_stream "
+            "set_warn_on_accumulate_grad_stream_mismatch threading torch "
+        ).split()
+    ),
+    "torch.autograd.forward_ad": frozenset(
+        (
+            "Any NamedTuple UnpackedDualTensor dual_level enter_dual_level "
+            "exit_dual_level make_dual os torch unpack_dual "
+        ).split()
+    ),
     "Tensor": frozenset(
         (
             "H T abs abs_ absolute absolute_ acos acos_ acosh acosh_ add add_ "
