@@ -336,6 +336,8 @@ class Session:
         span = self.interp.current_span if hasattr(self, "interp") else None
         path = self.source.path if self.source is not None else "<script>"
         line = span.line if span is not None else 0
+        if span is not None:  # the running call's own line, in a statement over several
+            line = self.interp.current_line or line
         key = (path, line, message) if message not in WARN_ONCE else ("", 0, message)
         if key in self._warned_lines:
             return

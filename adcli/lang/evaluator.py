@@ -286,6 +286,18 @@ class Interpreter:
         return best
 
     @property
+    def current_line(self) -> int | None:
+        """The line of the operation running now in the innermost script frame (in a
+        statement over several lines, the line of its running call, as a Python frame's
+        line number and so its warnings give it)."""
+        found = self._frame()
+        if found is None:
+            return self._fixed_span[0].line if self._fixed_span else None
+        frame = found[0]
+        pos = self._position(frame.f_code, frame.f_lasti)
+        return None if pos is None else pos[0]
+
+    @property
     def current_source(self) -> Source | None:
         """The source of the innermost running script frame."""
         if len(self._sources) == 1 and self._fixed_span is None:

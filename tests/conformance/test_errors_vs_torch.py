@@ -847,7 +847,10 @@ def test_warnings_once_per_line_and_message(tmp_path: Path) -> None:
 
 _FLOATS = """import torch
 w = torch.ones(2, requires_grad=True)
-total = float(w.sum())
+total = max(
+    0.0,
+    float(w.sum()),
+)
 for step in range(3):
     total += float((w * step).sum())
 print(total, int(w[0]), bool(w[1]), w[0].item())
@@ -856,7 +859,8 @@ print(total, int(w[0]), bool(w[1]), w[0].item())
 
 def test_scalar_conversion_warning_once_per_run(tmp_path: Path) -> None:
     """float() of a tensor that requires grad warns once per process in PyTorch (its
-    TORCH_WARN_ONCE), whatever line converts next; int(), bool() and item() never."""
+    TORCH_WARN_ONCE), whatever line converts next; int(), bool() and item() never.
+    The warning names the line of the call, inside a statement over several lines."""
     script = tmp_path / "floats.ad"
     script.write_text(_FLOATS)
     env = {"PATH": "", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}

@@ -485,6 +485,9 @@ ALLOWED: dict[str, str] = {
     "torch.set_printoptions": "global print state: tests/conformance/test_printing_vs_torch.py",
     "Tensor.backward": "needs a graph: tests/conformance/test_engine_vs_torch.py (keywords)",
     "Tensor.register_hook": "needs a graph: tests/conformance/scripts (hooks)",
+    "Tensor.register_post_accumulate_grad_hook": (
+        "needs a backward pass: tests/conformance/tutorials/optimizer_step_in_backward.ad"
+    ),
 }
 
 # PyTorch keywords adcli does not take, each with the reason.
