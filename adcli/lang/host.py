@@ -103,8 +103,9 @@ def missing_member(module: str, name: str) -> str:
 
 def missing_attribute(cls: type, name: str) -> str:
     """The message for an attribute a host object lacks: a name its library has says so."""
-    if name in library().classes.get(cls, ()):
-        return f"adcli does not support {cls.__name__}.{name} yet"
+    for k in cls.__mro__:  # (a subclass, say a Parameter, is named by its library class)
+        if name in library().classes.get(k, ()):
+            return f"adcli does not support {k.__name__}.{name} yet"
     return f"'{cls.__name__}' object has no attribute '{name}'"
 
 
