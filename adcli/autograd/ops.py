@@ -2362,9 +2362,15 @@ def inplace_on_view(
     # the view's old value, for fn's node (requiring grad as the view does: a value
     # saved from it then requires grad only when the base does)
     stand_in = Tensor._make(view.data_.copy(), view.requires_grad)
+    if view.requires_grad:  # (its graph: a double backward reaches the base through it)
+        stand_in._grad_fn, stand_in._output_nr = view.grad_fn, view._output_nr
+        stand_in._acc = view._acc
     with recording_in_place():
         result = fn(stand_in, *args, **kwargs)
     node = result.grad_fn
+    if node is not None and node.next_functions and stand_in._grad_fn is not None:
+        # CopySlices stands for fn's edge to the view: only a saved self keeps its graph
+        node.next_functions = ((None, 0),) + tuple(node.next_functions[1:])
     check_saved_self(node, stand_in)
     value = result.data_
     check_write(view.data_, value)
@@ -2456,7 +2462,10 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         _check_copy_shape(v, a.data_[idx if isinstance(idx, tuple) else (idx,)].shape)
     if type(a._vc) is ZeroCounter:
         _refuse_zero_write(a, idx, v, sliced, whole)
-    if grad_mode.state.enabled:
+    # a copy_ of a tensor (not 0-d: that is a fill_) into a non-float tensor that does
+    # not require grad records nothing, so PyTorch checks nothing
+    untracked = sliced and a.data_.dtype.kind not in "fc" and not a.requires_grad
+    if grad_mode.state.enabled and not (untracked and v is not None and v.data_.ndim):
         # PyTorch's check_inplace: a restricted view's error first, then the leaf's
         if a._creation and sliced and not whole:
             # PyTorch writes through a view `a[index]`, which is the one it names (a 0-d
@@ -3138,19 +3147,28 @@ def _like(t: Tensor, dtype: Any, name: str) -> DType:
 def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros shaped like t."""
     dt = _like(t, dtype, "zeros_like")
-    return _finish(np.zeros(t.data_.shape, dt.np), requires_grad)
+    return _finish(_filled_like(t.data_, 0, dt.np), requires_grad)
 
 
 def ones_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Ones shaped like t."""
     dt = _like(t, dtype, "ones_like")
-    return _finish(np.ones(t.data_.shape, dt.np), requires_grad)
+    return _finish(_filled_like(t.data_, 1, dt.np), requires_grad)
 
 
 def full_like(t: Tensor, fill_value: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """`fill_value` shaped like t."""
     dt = _like(t, dtype, "full_like")
-    return _finish(np.full(t.data_.shape, fill_value, dt.np), requires_grad)
+    return _finish(_filled_like(t.data_, fill_value, dt.np), requires_grad)
+
+
+def _filled_like(x: np.ndarray, value: Any, dt: np.dtype) -> np.ndarray:
+    """`value` in x's shape, laid out as PyTorch's *_like functions lay it out (they
+    preserve the input's memory format: a transposed input gives a transposed result,
+    which a later reshape then copies rather than views)."""
+    if x.ndim < 2 or x.flags.c_contiguous or not x.size:
+        return np.full(x.shape, value, dt)
+    return in_memory_order(np.full(x.size, value, dt), x)
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
