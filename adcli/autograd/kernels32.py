@@ -106,7 +106,9 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         if np.any(odd):
             v = np.where(odd, np.nextafter(v, np.where(ve > 0, np.inf, -np.inf)), v)
         r = th + v
-        bad = ~np.isfinite(r) | ~np.isfinite(pl)
+        # a zero result is exact, and so is ph + c then: it has IEEE's sign of zero
+        # (-0. for -0. + -0.), which the sum of the split parts loses
+        bad = ~np.isfinite(r) | ~np.isfinite(pl) | (r == 0)
         if np.any(bad):
             r = np.where(bad, ph + c, r)
     return r
