@@ -2738,6 +2738,8 @@ class AsStridedGrad(Function):
             if not shape:  # a 0-d input: the elements that are it, summed
                 out[()] = vals[0] if vals.size == 1 else vals.sum()
                 return out
+        if not vals.size:  # an empty view: nothing to place
+            return out
         if _distinct(index, shape):  # PyTorch copies g into the view (a -0. stays)
             out[index] = vals
         else:  # elements the view repeats sum their gradients

@@ -2533,6 +2533,9 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     if not advanced:
         whole_view = isinstance(idx, tuple) or idx is Ellipsis
         target = a.data_[idx] if whole_view else a.data_[idx, ...]
+        if v is not None and not fills and _same_memory(target, v.data_):
+            a._vc[0] += 1  # PyTorch's copy_ leaves a view of the same data alone
+            return
         check_no_overlap(target)
         check_no_partial_overlap(target, (v,), expanded=True)
     if not record:
@@ -2574,6 +2577,16 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     a.data_[...] = out.data_
     a._vc[0] += 1
     _adopt_node(a, out)
+
+
+def _same_memory(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether two arrays are the same elements of the same memory (copy_'s early exit)."""
+    return (
+        x.__array_interface__["data"][0] == y.__array_interface__["data"][0]
+        and x.shape == y.shape
+        and x.strides == y.strides
+        and x.dtype == y.dtype
+    )
 
 
 # ************************************************************ nn functions
