@@ -1552,7 +1552,9 @@ def _view_of(base: Tensor, out: Tensor, creation: int = 0) -> Tensor:
     out._vc = base._vc
     out._base = base._base if base._base is not None else base
     out._view_version = base._vc[0]
-    if not grad_mode.state.enabled:
+    if out.data_.dtype.kind not in "fc":
+        out._creation = 0  # a view of an integer or bool tensor is not a differentiable one
+    elif not grad_mode.state.enabled:
         out._creation = VIEW_NO_GRAD
     else:  # a view of a restricted view is restricted the same way
         out._creation = creation or base._creation
