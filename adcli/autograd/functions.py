@@ -345,7 +345,9 @@ class Pow(Function):
         e = ctx.exponent
         if e == 0:
             return (_zeros_like(a),)
-        return (g * (e * a ** (e - 1)),)
+        # PyTorch's grad * (exponent * self.pow(exponent - 1)): C++'s product by a
+        # number (MulBackward1)
+        return (g * MulScalar.apply(a ** (e - 1), other=e),)
 
     def jvp(ctx, ts, xs, r):
         (t,), (a,) = ts, xs
@@ -1014,7 +1016,8 @@ class SoftplusBackward(Function):
             # (strictly below it counts), as a product (so -0. and NaN as there)
             bx = a * b
             s = ops.sigmoid(bx)
-            gg_a = gg * g * (1 - s) * s * (bx < th) * b
+            # (the last product, by beta, C++'s by a number: MulBackward1)
+            gg_a = MulScalar.apply(gg * g * (1 - s) * s * (bx < th), other=b)
         return gg_g, gg_a
 
     def jvp(ctx, ts, xs, r):
