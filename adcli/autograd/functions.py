@@ -2943,7 +2943,12 @@ class CopySlices(_CopyInto):
     def backward(ctx, g):
         if getattr(ctx, "freed", False):  # PyTorch drops the wrapped copy after one pass
             raise SavedTensorError(FREED_MESSAGE, ctx)
-        return _CopyInto.backward(ctx, g)
+        gb, gv = _CopyInto.backward(ctx, g)
+        if gv is not None and gv._base is not None:
+            # PyTorch's CopySlices hands the wrapped copy_ a clone of g's slice: the
+            # value's gradient is no view (detach_() on it works)
+            gv = ops.clone(gv)
+        return gb, gv
 
     def release(self, marker: Any = None) -> None:
         super().release(marker)
