@@ -288,10 +288,12 @@ def run_batched(
                 alone = run_one(program, timeout)
                 if alone.bad:
                     verdict = alone
-                elif verdict.detail.startswith("hang"):
+                elif verdict.detail.startswith("hang") or "MemoryError" in verdict.detail:
                     # in a batch, programs run in-process, where a long C call (five
-                    # 7000x7000 matmuls) outlasts its budget until it returns; alone,
-                    # the child's wall clock stops it, which is what a user gets
+                    # 7000x7000 matmuls) outlasts its budget until it returns, and 50
+                    # programs share one child's address space (what the earlier ones
+                    # left mapped: MKL's buffers, NumPy's freed arenas); alone, the
+                    # child's own clock and memory budget decide, as a user's run does
                     verdict = alone
                 else:
                     verdict = Verdict("bad", "in a batch only: " + verdict.detail)
