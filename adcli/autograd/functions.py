@@ -2224,7 +2224,7 @@ class View(Function):
 
     def forward(ctx, a, shape):
         ctx.shape = a.data_.shape
-        return a.data_.reshape(shape)
+        return ops.reshaped(a.data_, shape)
 
     def backward(ctx, g):
         return (ops.reshape(g, ctx.shape),)

@@ -238,9 +238,9 @@ def _as_zero(out: Tensor) -> Tensor:
     return out
 
 
-def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
-    """a - alpha * b"""
-    # PyTorch refuses bools before it broadcasts (bool[2] - float[3] names the bool)
+def check_sub_operands(a: Any, b: Any) -> None:
+    """PyTorch's refusal of bool operands to `-`: before it broadcasts (bool[2] -
+    float[3] names the bool), and before `sub_` checks the memory it writes."""
     bools = [
         isinstance(v, bool) or isinstance(v, Tensor) and v.data_.dtype == np.bool_ for v in (a, b)
     ]
@@ -252,6 +252,11 @@ def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
                 "`^` or `logical_xor()` operator instead."
             )
         raise RuntimeError(_SUB_BOOL)
+
+
+def sub(a: Any, b: Any, alpha: Any = 1) -> Tensor:
+    """a - alpha * b"""
+    check_sub_operands(a, b)
     ta, tb, dt = _binary(a, b, const=True)
     out = F.Sub.apply(ta, tb, dtype=dt, alpha=alpha)
     if type(ta._vc) is ZeroCounter or type(tb) is Tensor and type(tb._vc) is ZeroCounter:
@@ -1483,6 +1488,46 @@ def _view_strides(
     if view_d != -1:
         return None
     return tuple(out)
+
+
+def reshaped(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`x` with another shape, a view when PyTorch's view would be one, with the strides
+    PyTorch gives it: NumPy's differ only for size-1 dims and empty arrays, which
+    PyTorch's overlap check and `stride()` see."""
+    out = x.reshape(shape)
+    if 1 not in shape and out.size:
+        return out
+    st = _view_strides(x.shape, _strides(x), tuple(shape))
+    want = None if st is None else tuple(s * x.itemsize for s in st)
+    if want is None or out.strides == want:
+        return out
+    return np.lib.stride_tricks.as_strided(x, shape, want, writeable=x.flags.writeable)
+
+
+def torch_strides(x: np.ndarray) -> tuple[int, ...]:
+    """`x`'s strides in elements as PyTorch has them: a size-1 dim of stride 0 (a NumPy
+    new axis, an expand to size 1) has the next dim's size times its stride. NumPy
+    gives a fresh empty array zero strides; PyTorch's are contiguous ones, counting a
+    size-0 dim as 1."""
+    out = list(_strides(x))
+    if not x.size and not _py.any(out):
+        for i in range(x.ndim - 2, -1, -1):
+            out[i] = _py.max(x.shape[i + 1], 1) * (out[i + 1] or 1)
+        return tuple(out[:-1]) + (1,) if out else ()
+    for i in range(x.ndim - 1, -1, -1):
+        if x.shape[i] == 1 and out[i] == 0:
+            out[i] = x.shape[i + 1] * out[i + 1] if i + 1 < x.ndim else 1
+    return tuple(out)
+
+
+def _stride_method(a: Tensor, dim: Any = None) -> Any:
+    """`x.stride()`: every dim's stride; `x.stride(d)`: one."""
+    st = torch_strides(a.data_)
+    if dim is None:
+        return st
+    if not st:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return st[_norm_dim(int(dim), len(st))]
 
 
 def _is_contiguous(a: np.ndarray) -> bool:
@@ -3406,6 +3451,7 @@ EXTRA_METHODS: dict[str, Any] = {
     "cpu": lambda a, memory_format=None: a,
     "contiguous": contiguous,
     "is_contiguous": lambda a: bool(a.data_.flags.c_contiguous),
+    "stride": _stride_method,
     "is_floating_point": lambda a: a.data_.dtype.kind == "f",
 }
 

@@ -673,6 +673,8 @@ class Tensor:
 
     def sub_(self, other: Any, alpha: Any = 1) -> Tensor:
         """In-place `self - alpha * other`."""
+        self._check_inplace((other,))
+        ops.check_sub_operands(self, other)
         return self._inplace(lambda t, o: ops.sub(t, o, alpha=alpha), other)
 
     def mul_(self, other: Any) -> Tensor:
