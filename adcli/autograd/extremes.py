@@ -24,6 +24,7 @@ import itertools
 import numpy as np
 
 from .kernels32 import cpu_capability
+from .storage import iterator_sort
 
 __all__ = ["fix_reduce_all", "fix_reduction", "iterator_layout"]
 
@@ -137,15 +138,7 @@ def iterator_layout(
                 return 1
         return 0
 
-    for i in range(1, nd):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    iterator_sort(perm, should_swap)
     sh = [shape[p] for p in perm]
     st = [[s[p] for p in perm] for s in strides]
     if len(sh) <= 1:

@@ -26,7 +26,7 @@ from .config import config as _config
 from .dtypes import DType
 from .generator import pick as _pick_generator
 from .node import dtype_refusal, recording_in_place, short_name
-from .storage import element_positions, flat_storage
+from .storage import dense_order, element_positions, flat_storage
 from .tensor import (
     Tensor,
     ZeroCounter,
@@ -2992,29 +2992,8 @@ def in_memory_order(flat: np.ndarray, like: np.ndarray) -> np.ndarray:
     """`flat` laid out as PyTorch's empty_like(like) is filled in memory order: its dims
     ordered by like's strides (infer_dense_strides: a stable insertion sort, stride-0
     dims staying where they are, equal strides putting the smaller size inner)."""
-    shape, strides = like.shape, like.strides
-    nd = like.ndim
-
-    def swap(d0: int, d1: int) -> int:
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
-
-    perm = list(range(nd - 1, -1, -1))  # innermost first
-    for i in range(1, nd):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    outer = perm[::-1]
-    out = flat.reshape([shape[d] for d in outer])
+    outer = dense_order(like.shape, like.strides)
+    out = flat.reshape([like.shape[d] for d in outer])
     return np.transpose(out, np.argsort(outer))
 
 

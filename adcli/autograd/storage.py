@@ -8,9 +8,48 @@ finds that order, and where elements of one array sit in another.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 
-__all__ = ["element_positions", "flat_storage"]
+__all__ = ["dense_order", "element_positions", "flat_storage", "iterator_sort"]
+
+_T = TypeVar("_T")
+
+
+def iterator_sort(items: list[_T], should_swap: Callable[[_T, _T], int]) -> None:
+    """TensorIterator's reorder of its dims, in place, index 0 innermost: an insertion
+    sort where `should_swap(a, b)` > 0 moves b inside a, < 0 stops, and 0 (ambiguous,
+    a broadcast dim) passes over a. Sums' and extremes' last bits, and the layout of
+    results, follow the order this gives."""
+    for i in range(1, len(items)):
+        j = i
+        for k in range(i - 1, -1, -1):
+            c = should_swap(items[k], items[j])
+            if c > 0:
+                items[k], items[j] = items[j], items[k]
+                j = k
+            elif c < 0:
+                break
+
+
+def dense_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
+    """The dims, slowest first, of the dense layout PyTorch gives a result shaped and
+    strided so (infer_dense_strides): by stride, stride-0 dims staying where they are,
+    equal strides putting the smaller size inner."""
+
+    def should_swap(d0: int, d1: int) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = list(range(len(shape) - 1, -1, -1))
+    iterator_sort(perm, should_swap)
+    return perm[::-1]
 
 
 def flat_storage(arr: np.ndarray) -> np.ndarray | None:
@@ -71,26 +110,6 @@ def empty_like_iterator(x: np.ndarray) -> np.ndarray:
         return np.empty(x.shape, x.dtype)
     if flat_storage(x) is not None:
         return np.empty_like(x)
-    nd = x.ndim
-    perm = list(range(nd - 1, -1, -1))  # fastest first, as TensorIterator's perm_
-
-    def should_swap(d0: int, d1: int) -> int:
-        s0, s1 = x.strides[d0], x.strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0  # a broadcast dim: ambiguous
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if x.shape[d0] > x.shape[d1] else 0
-
-    for i in range(1, nd):  # TensorIterator's insertion sort, ambiguity allowed
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    order = perm[::-1]  # slowest first
+    order = dense_order(x.shape, x.strides)
     buf = np.empty(tuple(x.shape[d] for d in order), x.dtype)
     return buf.transpose(np.argsort(order))

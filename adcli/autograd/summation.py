@@ -35,6 +35,8 @@ import os
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .storage import iterator_sort
+
 _VECTOR_BYTES = 32  # AVX2
 GRAIN = 32768  # PyTorch's internal::GRAIN_SIZE
 _ILP = 4  # accumulators per row (and vectors per block)
@@ -224,15 +226,7 @@ def _insertion_sort(dims: list[tuple[int, int, int]]) -> None:
                 return 1
         return 0
 
-    for i in range(1, len(dims)):
-        j = i
-        for k in range(i - 1, -1, -1):
-            c = should_swap(dims[k], dims[j])
-            if c > 0:
-                dims[k], dims[j] = dims[j], dims[k]
-                j = k
-            elif c < 0:
-                break
+    iterator_sort(dims, should_swap)
 
 
 def _serial(v: np.ndarray, it: _Iter) -> np.ndarray:
