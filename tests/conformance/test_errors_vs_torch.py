@@ -799,22 +799,31 @@ print(w.grad)
 """
 
 
-def test_numpy_warnings_never_reach_stderr(tmp_path: Path) -> None:
-    """Division by zero, overflow and invalid values are silent, as in PyTorch; where
-    PyTorch warns (var/std without degrees of freedom) adcli prints the same
-    UserWarning. The real command, so what reaches stderr is what a user sees."""
-    script = tmp_path / "numerics.ad"
-    script.write_text(_NUMERICS)
+def _run_both(script: Path, text: str) -> subprocess.CompletedProcess[str]:
+    """Run `text` with the real `adcli run` command and with Python under torch, each in
+    a process of its own; check both succeed with the same stdout and stderr (what a
+    user sees), and return adcli's run."""
+    script.write_text(text)
     env = {"PATH": "", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     run = [sys.executable, "-m", "adcli", "run", "-q", str(script)]
-    ad = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    ad = subprocess.run(
+        run, capture_output=True, text=True, timeout=120, env=env, cwd=script.parent
+    )
     pt = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
     )
     assert pt.returncode == 0, pt.stderr
     assert (ad.returncode, ad.stdout) == (0, pt.stdout)
-    assert "RuntimeWarning" not in ad.stderr and "adcli" not in ad.stderr
     assert ad.stderr == pt.stderr
+    return ad
+
+
+def test_numpy_warnings_never_reach_stderr(tmp_path: Path) -> None:
+    """Division by zero, overflow and invalid values are silent, as in PyTorch; where
+    PyTorch warns (var/std without degrees of freedom) adcli prints the same
+    UserWarning. The real command, so what reaches stderr is what a user sees."""
+    ad = _run_both(tmp_path / "numerics.ad", _NUMERICS)
+    assert "RuntimeWarning" not in ad.stderr and "adcli" not in ad.stderr
     assert "UserWarning: var(): degrees of freedom is <= 0" in ad.stderr
 
 
@@ -861,15 +870,5 @@ def test_scalar_conversion_warning_once_per_run(tmp_path: Path) -> None:
     """float() of a tensor that requires grad warns once per process in PyTorch (its
     TORCH_WARN_ONCE), whatever line converts next; int(), bool() and item() never.
     The warning names the line of the call, inside a statement over several lines."""
-    script = tmp_path / "floats.ad"
-    script.write_text(_FLOATS)
-    env = {"PATH": "", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    run = [sys.executable, "-m", "adcli", "run", "-q", str(script)]
-    ad = subprocess.run(run, capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
-    pt = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
-    )
-    assert pt.returncode == 0, pt.stderr
-    assert (ad.returncode, ad.stdout) == (0, pt.stdout)
-    assert ad.stderr == pt.stderr
+    ad = _run_both(tmp_path / "floats.ad", _FLOATS)
     assert ad.stderr.count("UserWarning") == 1
