@@ -23,8 +23,9 @@ DUPLICATE_WARNING = (
 def _zero_in_place(g: Tensor) -> None:
     """zero_grad(set_to_none=False) as PyTorch: the same .grad tensor, detached (or no
     longer requiring grad) and zeroed in place, so earlier references see the zeros."""
-    if g._grad_fn is not None:
-        g.grad_fn = None
+    if g.grad_fn is not None:
+        # PyTorch's detach_(): refused for a view; a node that saved this grad refuses it
+        g.detach_()
         g._output_nr = 0
     g._requires_grad = False
     if g.data_.flags.writeable:
