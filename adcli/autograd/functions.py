@@ -3047,6 +3047,8 @@ class CopySlicesOp(Function):
     def release(self, marker: Any = None) -> None:
         super().release(marker)
         self.node.release(marker)
+        # PyTorch drops the wrapped node itself, and with it the view's old node
+        self.node.__dict__.pop("view_node", None)
         self.freed = True
 
 

@@ -2416,7 +2416,10 @@ def inplace_on_view(
         result = fn(stand_in, *args, **kwargs)
     node = result.grad_fn
     if node is not None and node.next_functions and stand_in._grad_fn is not None:
-        # CopySlices stands for fn's edge to the view: only a saved self keeps its graph
+        # CopySlices stands for fn's edge to the view: only a saved self keeps its graph.
+        # The view's old node stays alive with fn all the same (PyTorch's fn keeps that
+        # edge), so an earlier in-place op's saved output still names it in errors.
+        node.view_node = node.next_functions[0][0]
         node.next_functions = ((None, 0),) + tuple(node.next_functions[1:])
     check_saved_self(node, stand_in)
     value = result.data_
