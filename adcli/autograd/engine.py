@@ -655,6 +655,10 @@ def _apply(
             None if nxt is None or (needed is not None and nxt not in needed) else g
             for g, (nxt, _) in zip(outs, node.next_functions, strict=False)
         ]
+        if node.grad_fn_name in _LIST_INPUTS and any(g is not None for g in checked):
+            # one input list to PyTorch: computed (so checked) whole once any part is
+            # needed, the parts for inputs that need no gradient too
+            checked = list(outs)
         anomaly_check(node, checked)
     return outs
 
