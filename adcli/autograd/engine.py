@@ -446,6 +446,8 @@ def _run(
                 if trace:
                     entry.released = bool(node.saved)
                 node.release(freed)
+            if anomaly_check is not None:
+                _check_anomaly(node, outs, needed)
             for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta, strict=False):
                 if nxt is None:
                     continue
@@ -648,19 +650,27 @@ def _apply(
             for g, meta, dropped in zip(outs, node.in_meta, drop, strict=False)
         ]
         outs = _post_hooks(node, outs, grads)
-    if anomaly_check is not None:  # see the note at `anomaly_check` above (PyTorch checks
-        # what the node returns, after its post hooks; it computes no gradient for an
-        # input this pass does not need, so has none to check there)
-        checked = [
-            None if nxt is None or (needed is not None and nxt not in needed) else g
-            for g, (nxt, _) in zip(outs, node.next_functions, strict=False)
-        ]
-        if node.grad_fn_name in _LIST_INPUTS and any(g is not None for g in checked):
-            # one input list to PyTorch: computed (so checked) whole once any part is
-            # needed, the parts for inputs that need no gradient too
-            checked = list(outs)
-        anomaly_check(node, checked)
     return outs
+
+
+def _check_anomaly(node: Node, outs: Sequence[Tensor | None], needed: set[Node] | None) -> None:
+    """Anomaly mode's NaN check of what `node` returned (see the note at `anomaly_check`
+    above): after its post hooks and after the pass released what it saved, as PyTorch
+    checks (so a second backward through a node that returned NaN finds it freed). It
+    computes no gradient for an input this pass does not need, so has none to check
+    there."""
+    check = anomaly_check
+    if check is None:
+        return
+    checked: list[Tensor | None] = [
+        None if nxt is None or (needed is not None and nxt not in needed) else g
+        for g, (nxt, _) in zip(outs, node.next_functions, strict=False)
+    ]
+    if node.grad_fn_name in _LIST_INPUTS and any(g is not None for g in checked):
+        # one input list to PyTorch: computed (so checked) whole once any part is
+        # needed, the parts for inputs that need no gradient too
+        checked = list(outs)
+    check(node, checked)
 
 
 def _apply_count_error(node: Node, outs: Sequence[Tensor | None]) -> None:
