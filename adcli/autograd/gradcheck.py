@@ -123,6 +123,8 @@ def _gradcheck(
                 "or complex. This check will likely fail if all the inputs are not of double "
                 "precision floating point or complex. "
             )
+        if isinstance(t, Tensor) and t.requires_grad:
+            _check_not_overlapping(i, t)
     if not diff_inputs:
         raise ValueError(
             "gradcheck expects at least one input tensor to require gradient, but none of "
@@ -145,6 +147,20 @@ def _gradcheck(
     if check_forward_ad:  # after the backward checks, as PyTorch orders them
         _check_forward(func, tupled, diff_inputs, numerical, rtol, atol)
     return True
+
+
+def _check_not_overlapping(i: int, t: Tensor) -> None:
+    """PyTorch's refusal of an input with a stride-0 dimension of more than one element
+    (an expand): nudging one element would nudge them all. (NumPy's strides of adcli's
+    arrays are zero exactly there; a negative one, of a flipped view, is no overlap.)"""
+    d = t.data_
+    if any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape, strict=True)):
+        raise RuntimeError(
+            f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs "
+            "that are non-overlapping to be able to compute the numerical gradients "
+            "correctly. You should call .contiguous on the input before passing it to "
+            "gradcheck."
+        )
 
 
 _UNDEFINED = (
