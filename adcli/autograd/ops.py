@@ -2583,8 +2583,10 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     if not advanced:
         whole_view = isinstance(idx, tuple) or idx is Ellipsis
         target = a.data_[idx] if whole_view else a.data_[idx, ...]
-        if v is not None and not fills and _same_memory(target, v.data_):
-            a._vc[0] += 1  # PyTorch's copy_ leaves a view of the same data alone
+        if v is not None and not fills and not record and _same_memory(target, v.data_):
+            # PyTorch's copy_ kernel leaves a view of the same data alone (its autograd
+            # layer, before it, still records CopySlices)
+            a._vc[0] += 1
             return
         check_no_overlap(target)
         check_no_partial_overlap(target, (v,), expanded=True)
@@ -2634,7 +2636,7 @@ def _same_memory(x: np.ndarray, y: np.ndarray) -> bool:
     return (
         x.__array_interface__["data"][0] == y.__array_interface__["data"][0]
         and x.shape == y.shape
-        and x.strides == y.strides
+        and torch_strides(x) == torch_strides(y)
         and x.dtype == y.dtype
     )
 
