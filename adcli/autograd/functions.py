@@ -3812,6 +3812,166 @@ class NormalBoth(Normal):
     grad_fn_name = "NormalBackward3"
 
 
+# ************************************************************ tutorial ops (issue 12)
+
+
+class Tril(Function):
+    """the lower triangle of the last two dims, zeros above `diagonal`"""
+
+    contiguous_result = True
+
+    grad_fn_name = "TrilBackward0"
+
+    def forward(ctx, a, diagonal):
+        ctx.diagonal = diagonal
+        return np.tril(a.data_, diagonal)
+
+    def backward(ctx, g):
+        return (ops.tril(g, ctx.diagonal),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.tril(ts[0], ctx.diagonal)
+
+
+class Triu(Function):
+    """the upper triangle of the last two dims, zeros below `diagonal`"""
+
+    contiguous_result = True
+
+    grad_fn_name = "TriuBackward0"
+
+    def forward(ctx, a, diagonal):
+        ctx.diagonal = diagonal
+        return np.triu(a.data_, diagonal)
+
+    def backward(ctx, g):
+        return (ops.triu(g, ctx.diagonal),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.triu(ts[0], ctx.diagonal)
+
+
+class Cumprod(Function):
+    """running product along dim"""
+
+    contiguous_result = True
+
+    grad_fn_name = "CumprodBackward0"
+
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        ctx.save_output(a)
+        x = a.data_
+        if x.ndim == 0:
+            return x.copy()
+        # PyTorch's CPU kernel accumulates float32 in double, rounding each output
+        return np.moveaxis(prodgrad.cumprod(np.moveaxis(x, dim, -1)), -1, dim)
+
+    def backward(ctx, g):
+        a, r = ctx.saved_tensors
+        x, d = a.data_, ctx.dim
+        if x.size <= 1 or x.shape[d] == 1:  # PyTorch returns the gradient itself
+            return (g,)
+        w = r * g
+        if not (x == 0).any():  # reversed_cumsum(output * grad) / input
+            return (ops.flip(ops.cumsum(ops.flip(w, (d,)), d), (d,)) / a,)
+        if not grad_mode.state.enabled:  # PyTorch's O(n) masked formula, values only
+            back = prodgrad._cumprod_backward(
+                np.moveaxis(np.broadcast_to(g.data_, x.shape), d, -1),
+                np.moveaxis(x, d, -1),
+                np.moveaxis(r.data_, d, -1),
+            )
+            return (Tensor._make(_c_order(np.moveaxis(back, -1, d))),)
+        return (_cumprod_backward_graph(g, a, d),)
+
+    def jvp(ctx, ts, xs, r):
+        t, a, d = ts[0], xs[0], ctx.dim
+        x = a.data_
+        if x.ndim == 0 or x.shape[d] <= 1:
+            return ops.clone(t)
+        if not (x == 0).any():  # PyTorch's generic formula
+            return ops.cumsum(t / a, d) * r
+        n = x.shape[d]
+        parts = [
+            ops.sum(ops.prod_others(ops.narrow(a, d, 0, k + 1), d) * ops.narrow(t, d, 0, k + 1), d)
+            for k in range(n)
+        ]
+        return ops.stack(parts, d)
+
+
+def _cumprod_backward_graph(g: Tensor, a: Tensor, d: int) -> Tensor:
+    """PyTorch's differentiable O(n^2) cumprod_backward, for an input with zeros in
+    grad mode: each element's gradient from the products before and after it."""
+    x = a.data_
+    n = x.shape[d]
+    ones_shape = list(x.shape)
+    ones_shape[d] = 1
+    ones = ops.expand(Tensor._make(np.ones((1,), x.dtype)), *ones_shape)
+    # written into a zero tensor slice by slice (the gradient's grad_fn: CopySlices)
+    out = Tensor._make(np.zeros(x.shape, g.data_.dtype))
+    for k in range(n):
+        if k == 0:
+            omitted = ops.cat([ones, ops.cumprod(ops.narrow(a, d, 1, n - 1), d)], d)
+        else:
+            before = ops.prod(ops.narrow(a, d, 0, k), d, keepdim=True)
+            if k == n - 1:
+                omitted = before
+            else:
+                after = ops.cumprod(ops.narrow(a, d, k + 1, n - k - 1), d)
+                omitted = ops.cat([before, ops.expand(before, *after.data_.shape) * after], d)
+        ops.setitem(
+            out, (slice(None),) * d + (k,), ops.sum(ops.narrow(g, d, k, n - k) * omitted, d)
+        )
+    return out
+
+
+class Roll(Function):
+    """elements shifted circularly along dims (the flattened tensor without dims)"""
+
+    contiguous_result = True
+
+    grad_fn_name = "RollBackward0"
+
+    def forward(ctx, a, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        x = a.data_
+        if not dims:
+            return np.roll(x, shifts[0]) if x.ndim else x.copy()
+        return np.roll(x, shifts, dims) if x.ndim else x.copy()
+
+    def backward(ctx, g):
+        return (ops.roll(g, tuple(-s for s in ctx.shifts), ctx.dims or None),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.roll(ts[0], ctx.shifts, ctx.dims or None)
+
+
+class Atan2(Function):
+    """atan2(a, b): the angle of the point (b, a)"""
+
+    grad_fn_name = "Atan2Backward0"
+
+    def forward(ctx, a, b, dtype):
+        ctx.save(a, b)
+        x, y = _d(a, dtype), _d(b, dtype)
+        if dtype == np.float32:  # computed in double, rounded once (SLEEF's u10 is within an ulp)
+            return np.arctan2(x.astype(np.float64), y.astype(np.float64)).astype(np.float32)
+        return np.arctan2(x, y)
+
+    def backward(ctx, g):
+        # PyTorch's atan2_backward: recip = 1 / (a * a + b * b)
+        a, b = ctx.saved_tensors
+        recip = ops.reciprocal(a * a + b * b)
+        ga = g * b * recip if ctx.needs_input_grad[0] else None
+        gb = g * -a * recip if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        recip = ops.reciprocal(a * a + b * b)
+        return _lin(None if ta is None else ta * b * recip, None if tb is None else -tb * a * recip)
+
+
 def _all_functions() -> dict[str, type[Function]]:
     """Every registered operation row, by class name (for tests and docs)."""
     return dict(Function.registry)

@@ -1731,11 +1731,6 @@ def expand_as(a: Tensor, other: Tensor) -> Tensor:
     return expand(a, other.data_.shape)
 
 
-def broadcast_to(a: Tensor, shape: Any) -> Tensor:
-    """Broadcast to `shape`."""
-    return expand(a, shape)
-
-
 def repeat(a: Tensor, *reps: Any) -> Tensor:
     """Tiled `reps` times along each dim."""
     r = _shape_arg(reps)
@@ -3275,6 +3270,227 @@ def linspace(
 # ************************************************************ Tensor methods
 
 # Methods that are the ops above with the tensor as first argument.
+# ************************************************************ tutorial ops (issue 12)
+# unflatten, broadcast_to, tril/triu, hstack/vstack/row_stack/column_stack, cumprod,
+# roll, atan2: each as PyTorch 2.13 has it (values, grad_fn, views, error sentences).
+
+
+def _int_arg(fn: str, arg: str, pos: int, v: Any) -> int:
+    """An int argument, or PyTorch's argument parser error."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(
+            f"{fn}(): argument '{arg}' (position {pos}) must be int, not {_type_name(v)}"
+        )
+    return int(v)
+
+
+def _int_tuple(fn: str, arg: str, pos: int, v: Any, one_ok: bool = True) -> tuple[int, ...]:
+    """A tuple-of-ints argument (a lone int allowed when `one_ok`), or PyTorch's error."""
+    if one_ok and isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),)
+    ok = isinstance(v, (list, tuple)) and _py.all(
+        isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in v
+    )
+    if not ok:
+        raise TypeError(
+            f"{fn}(): argument '{arg}' (position {pos}) must be tuple of ints, not {_type_name(v)}"
+        )
+    return tuple(int(e) for e in v)
+
+
+def unflatten(input: Tensor, dim: int, sizes: Any, _method: bool = False) -> Tensor:
+    """Dim `dim` split into `sizes` (one -1 inferred): a view (ViewBackward0)."""
+    sizes_t = _int_tuple("unflatten", "sizes", 2 if _method else 3, sizes, one_ok=False)
+    if not sizes_t:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    x = input.data_
+    d = _norm_dim(_int_arg("unflatten", "dim", 1 if _method else 2, dim), x.ndim)
+    if x.ndim == 0:
+        raise RuntimeError(
+            "unflatten got an unexpected error:\nDimension specified as 0 but tensor has no "
+            "dimensions"
+        )
+    n = x.shape[d]
+    unexpected = "unflatten got an unexpected error:\n"
+    for i, s in enumerate(sizes_t):
+        if s < -1:
+            raise RuntimeError(
+                f"{unexpected}invalid shape dimension {s} at index {i} of shape {list(sizes_t)}"
+            )
+    try:
+        resolved = _resolve_shape(sizes_t, n)
+    except RuntimeError as e:
+        if str(e).startswith("shape '"):  # infer_size's std::runtime_error, reworded
+            raise RuntimeError(
+                f"unflatten: Provided sizes {list(sizes_t)} don't multiply up to the size of "
+                f"dim {d} ({n}) in the input tensor"
+            ) from None
+        raise RuntimeError(unexpected + str(e)) from None
+    shape = x.shape[:d] + resolved + x.shape[d + 1 :]
+    return _view_of(input, F.View.apply(input, shape=shape))
+
+
+def broadcast_to(input: Tensor, size: Any) -> Tensor:
+    """`input` expanded to `size` (-1 keeps a size): expand's view (ExpandBackward0)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            f"broadcast_to(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}"
+        )
+    return expand(input, _int_tuple("broadcast_to", "size", 2, size))
+
+
+def _broadcast_to_method(self: Tensor, *size: Any) -> Tensor:
+    return expand(self, *size)
+
+
+def _triangle(name: str, input: Tensor, diagonal: Any, method: bool) -> Tensor:
+    k = _int_arg(name, "diagonal", 1 if method else 2, diagonal)
+    if input.data_.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    row = F.Tril if name == "tril" else F.Triu
+    return row.apply(input, diagonal=k)
+
+
+def tril(input: Tensor, diagonal: int = 0, _method: bool = False) -> Tensor:
+    """The lower triangle of the last two dims (on and below `diagonal`), zeros elsewhere."""
+    return _triangle("tril", input, diagonal, _method)
+
+
+def triu(input: Tensor, diagonal: int = 0, _method: bool = False) -> Tensor:
+    """The upper triangle of the last two dims (on and above `diagonal`), zeros elsewhere."""
+    return _triangle("triu", input, diagonal, _method)
+
+
+def _tensor_list(name: str, tensors: Any) -> list[Tensor]:
+    """hstack's `tensors`: a non-empty list or tuple of tensors, or PyTorch's errors."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(
+            f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+            f"{_type_name(tensors) if not isinstance(tensors, Tensor) else 'Tensor'}"
+        )
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"expected Tensor as element {i} in argument 0, but got {_type_name(t)}"
+            )
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def _atleast_1d(t: Tensor) -> Tensor:
+    return reshape(t, (1,)) if t.data_.ndim == 0 else t
+
+
+def _atleast_2d(t: Tensor) -> Tensor:
+    nd = t.data_.ndim
+    if nd == 0:
+        return reshape(t, (1, 1))
+    return unsqueeze(t, 0) if nd == 1 else t
+
+
+def hstack(tensors: Any) -> Tensor:
+    """Tensors joined column-wise: along dim 0 for 1-d ones, else dim 1 (0-d made 1-d)."""
+    ts = [_atleast_1d(t) for t in _tensor_list("hstack", tensors)]
+    return cat(ts, 0 if ts[0].data_.ndim == 1 else 1)
+
+
+def vstack(tensors: Any) -> Tensor:
+    """Tensors joined row-wise along dim 0 (1-d ones as rows)."""
+    return cat([_atleast_2d(t) for t in _tensor_list("vstack", tensors)], 0)
+
+
+def row_stack(tensors: Any) -> Tensor:
+    """vstack's alias."""
+    return cat([_atleast_2d(t) for t in _tensor_list("row_stack", tensors)], 0)
+
+
+def column_stack(tensors: Any) -> Tensor:
+    """Tensors joined as columns along dim 1 (0-d and 1-d ones made columns)."""
+    ts = _tensor_list("column_stack", tensors)
+    cols = [reshape(t, (t.data_.size, 1)) if t.data_.ndim <= 1 else t for t in ts]
+    return cat(cols, 1)
+
+
+def cumprod(input: Tensor, dim: Any = None, *, dtype: Any = None, _method: bool = False) -> Tensor:
+    """Running product along dim (`dtype`: the input cast first; integers give int64)."""
+    if dim is None:
+        raise TypeError('cumprod() missing 1 required positional arguments: "dim"')
+    d = _int_arg("cumprod", "dim", 1 if _method else 2, dim)
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    elif input.data_.dtype.kind in "biu":  # as cumsum: integral inputs promote to int64
+        input = to_dtype(input, dtypes.int64)
+    return F.Cumprod.apply(input, dim=_norm_dim(d, input.data_.ndim))
+
+
+def roll(input: Tensor, shifts: Any, dims: Any = None, _method: bool = False) -> Tensor:
+    """Elements shifted circularly along dims (the flattened tensor when dims are none)."""
+    base = 1 if _method else 2
+    sh = _int_tuple("roll", "shifts", base, shifts)
+    ds = () if dims is None else _int_tuple("roll", "dims", base + 1, dims)
+    if not sh:
+        raise RuntimeError("`shifts` required")
+    if len(sh) != len(ds) and not (not ds and len(sh) == 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
+    nd = input.data_.ndim
+    return F.Roll.apply(input, shifts=sh, dims=tuple(_norm_dim(d, nd) for d in ds))
+
+
+def atan2(input: Tensor, other: Tensor, _method: bool = False) -> Tensor:
+    """The angle of the point (other, input): arctan(input / other) in the right quadrant."""
+    _tensor_operands("atan2", input, other, _method)
+    ta, tb, dt = _binary(input, other)
+    if np.dtype(dt).kind not in "fc":  # integers and bools give the default float
+        dt = dtypes.DEFAULT_FLOAT.np
+    return F.Atan2.apply(ta, tb, dtype=np.dtype(dt))
+
+
+arctan2 = atan2
+
+
+def _triangle_(name: str, self: Tensor, diagonal: Any) -> Tensor:
+    """tril_/triu_: the argument checks first, then the op written into self."""
+    _int_arg(name, "diagonal", 1, diagonal)
+    if self.data_.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    op = tril if name == "tril" else triu
+    return self._inplace(lambda t: op(t, diagonal, True))
+
+
+def _tril_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle_("tril", self, diagonal)
+
+
+def _triu_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle_("triu", self, diagonal)
+
+
+def _atan2_(self: Tensor, other: Tensor) -> Tensor:
+    _tensor_operands("atan2_", self, other, True)
+    return self._inplace(lambda t, o: atan2(t, o, True), other)
+
+
+TUTORIAL_METHODS: dict[str, Any] = {
+    "unflatten": lambda self, dim, sizes: unflatten(self, dim, sizes, True),
+    "broadcast_to": _broadcast_to_method,
+    "tril": lambda self, diagonal=0: tril(self, diagonal, True),
+    "triu": lambda self, diagonal=0: triu(self, diagonal, True),
+    "tril_": _tril_,
+    "triu_": _triu_,
+    "cumprod": lambda self, dim=None, dtype=None: cumprod(self, dim, dtype=dtype, _method=True),
+    "roll": lambda self, shifts, dims=None: roll(self, shifts, dims, True),
+    "atan2": lambda self, other: atan2(self, other, True),
+    "arctan2": lambda self, other: atan2(self, other, True),
+    "atan2_": _atan2_,
+    "arctan2_": _atan2_,
+}
+TUTORIAL_FUNCTIONS = (
+    "unflatten broadcast_to tril triu hstack vstack row_stack column_stack cumprod roll "
+    "atan2 arctan2"
+).split()
+
+
 TENSOR_METHODS = (
     "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign sgn floor ceil round clamp "
     "clip neg negative reciprocal square pow add sub mul div true_divide matmul mm mv dot outer "
@@ -3438,6 +3654,7 @@ EXTRA_METHODS: dict[str, Any] = {
     "stride": _stride_method,
     "is_floating_point": lambda a: a.data_.dtype.kind == "f",
 }
+EXTRA_METHODS.update(TUTORIAL_METHODS)
 
 
 # In-place unary methods (`x.sin_()`) not written out in tensor.py or above, and the

@@ -98,6 +98,16 @@ TABLE: dict[str, dict[str, Source]] = {
     "StackBackward0": {"_saved_dim": "dim"},
     "CumsumBackward0": {"_saved_dim": "dim"},
 }
+# the tutorial ops of issue 12
+TABLE.update(
+    {
+        "TrilBackward0": {"_saved_diagonal": "diagonal"},
+        "TriuBackward0": {"_saved_diagonal": "diagonal"},
+        "CumprodBackward0": {"_saved_dim": "dim", "_saved_result": 1, "_saved_self": 0},
+        "RollBackward0": {"_saved_dims": _dims, "_saved_shifts": "shifts"},
+        "Atan2Backward0": {"_saved_other": 1, "_saved_self": 0},
+    }
+)
 
 
 def _getter(source: Source) -> Callable[[Function], Any]:
