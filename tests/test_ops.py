@@ -888,6 +888,48 @@ CASES: list[Case] = [
     Case("sigmoid_of_sum", lambda m, x, w: (x * w).sum().sigmoid(), (S(3), S(3)), ()),
 ]
 
+# the tutorial ops of issue 12
+CASES += [
+    Case("unflatten", lambda m, x: x.unflatten(1, (2, 3)) * 2, (S(2, 6),), ("View",)),
+    Case("unflatten_fn", lambda m, x: m.unflatten(x.t(), 0, (-1, 2)) * 2, (S(2, 4),), ("View",)),
+    Case("broadcast_to", lambda m, x: m.broadcast_to(x, (2, 3)), (S(3),), ("Expand",)),
+    Case("broadcast_to_method", lambda m, x: x.broadcast_to(2, -1, 3), (S(1, 3),), ("Expand",)),
+    Case("tril", lambda m, x: x.tril(), (S(3, 4),), ("Tril",)),
+    Case("tril_diag", lambda m, x: m.tril(x, diagonal=-1), (S(2, 3, 3),), ("Tril",)),
+    Case("triu", lambda m, x: m.triu(x, 1), (S(4, 3),), ("Triu",)),
+    Case("tril_inplace", lambda m, x: (x * 1).tril_(1), (S(3, 3),), ("Tril",)),
+    Case("triu_inplace", lambda m, x: (x * 1).triu_(), (S(3, 3),), ("Triu",)),
+    Case("hstack", lambda m, x, w: m.hstack([x, w]), (S(3), S(2)), ("Cat",)),
+    Case("hstack_2d", lambda m, x, w: m.hstack((x, w)), (S(2, 3), S(2, 1)), ("Cat",)),
+    Case("vstack", lambda m, x, w: m.vstack([x, w]), (S(3), S(2, 3)), ("Cat", "Unsqueeze")),
+    Case("row_stack", lambda m, x, s: m.row_stack([s, s * 2]), (S(2), S()), ("Cat", "View")),
+    Case("column_stack", lambda m, x, w: m.column_stack([x, w]), (S(3), S(3, 2)), ("Cat",)),
+    Case("cumprod", lambda m, x: x.cumprod(1), (S(2, 4),), ("Cumprod",)),
+    Case("cumprod_fn", lambda m, x: m.cumprod(x, dim=0), (S(4),), ("Cumprod",)),
+    Case(
+        "cumprod_zeros",
+        lambda m, x: m.cumprod(x, -1) * m.arange(1.0, 6.0, dtype=x.dtype),
+        (V([[0.5, 0.0, 2.0, 0.0, 3.0], [1.5, -2.0, 0.0, 4.0, 0.25]]),),
+        ("Cumprod",),
+    ),
+    Case("roll", lambda m, x: x.roll(1, 1) * m.arange(6.0, dtype=x.dtype), (S(2, 6),), ("Roll",)),
+    Case(
+        "roll_flat",
+        lambda m, x: m.roll(x, -3) * m.arange(6.0, dtype=x.dtype).view(2, 3),
+        (S(2, 3),),
+        ("Roll",),
+    ),
+    Case("roll_dims", lambda m, x: m.roll(x, (1, -2), (0, 1)) ** 2, (S(3, 4),), ("Roll",)),
+    Case("atan2", lambda m, x, w: m.atan2(x, w), (S(2, 3), S(3, domain="nonzero")), ("Atan2",)),
+    Case("arctan2", lambda m, x, w: x.arctan2(w), (S(3, domain="nonzero"), S(3)), ("Atan2",)),
+    Case(
+        "atan2_inplace",
+        lambda m, x, w: (x * 1).atan2_(w),
+        (S(3), S(3, domain="nonzero")),
+        ("Atan2",),
+    ),
+]
+
 CASE_IDS = [c.id for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS), "duplicate case ids"
 

@@ -3876,11 +3876,12 @@ class Cumprod(Function):
         if not (x == 0).any():  # reversed_cumsum(output * grad) / input
             return (ops.flip(ops.cumsum(ops.flip(w, (d,)), d), (d,)) / a,)
         if not grad_mode.state.enabled:  # PyTorch's O(n) masked formula, values only
-            back = prodgrad._cumprod_backward(
-                np.moveaxis(np.broadcast_to(g.data_, x.shape), d, -1),
-                np.moveaxis(x, d, -1),
-                np.moveaxis(r.data_, d, -1),
-            )
+            with np.errstate(all="ignore"):
+                back = prodgrad._cumprod_backward(
+                    np.moveaxis(np.broadcast_to(g.data_, x.shape), d, -1),
+                    np.moveaxis(x, d, -1),
+                    np.moveaxis(r.data_, d, -1),
+                )
             return (Tensor._make(_c_order(np.moveaxis(back, -1, d))),)
         return (_cumprod_backward_graph(g, a, d),)
 
