@@ -3960,9 +3960,11 @@ class Atan2(Function):
         return np.arctan2(x, y)
 
     def backward(ctx, g):
-        # PyTorch's atan2_backward: recip = 1 / (a * a + b * b)
+        # PyTorch's atan2_backward: recip = 1 / (a * a + b * b), 0 where that is 0
+        # (at the origin, or where the squares underflow)
         a, b = ctx.saved_tensors
-        recip = ops.reciprocal(a * a + b * b)
+        denom = a * a + b * b
+        recip = ops.masked_fill(ops.reciprocal(denom), denom == 0, 0.0)
         ga = g * b * recip if ctx.needs_input_grad[0] else None
         gb = g * -a * recip if ctx.needs_input_grad[1] else None
         return ga, gb

@@ -3434,6 +3434,8 @@ def roll(input: Tensor, shifts: Any, dims: Any = None, _method: bool = False) ->
     if len(sh) != len(ds) and not (not ds and len(sh) == 1):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
     nd = input.data_.ndim
+    if nd == 0 and ds:  # a 0-d tensor has no dim to roll along, not even 0 or -1
+        raise IndexError(f"Dimension specified as {ds[0]} but tensor has no dimensions")
     return F.Roll.apply(input, shifts=sh, dims=tuple(_norm_dim(d, nd) for d in ds))
 
 

@@ -975,6 +975,88 @@ def loss(g: Gen) -> Plan | None:
     return Plan(expr, inputs, TRANSC, [], "nll_loss")
 
 
+# ---------------------------------------------------------------- tutorial ops (issue 12)
+
+
+def tutorial(g: Gen) -> Plan | None:
+    """unflatten, broadcast_to, tril/triu (+ in place), hstack/vstack/row_stack/
+    column_stack, cumprod, roll, atan2/arctan2 (+ in place)."""
+    rng = g.rng
+    case = rng.choice(("unflatten", "broadcast_to", "tri", "stack", "cumprod", "roll", "atan2"))
+    if case == "atan2":
+        a = g.any_tensor("fi")
+        if not a:
+            return None
+        b = g.need(_broadcast_shape(g, tuple(g.ns[a].shape)), kind_of(g.ns[a]))
+        if not b:
+            return None
+        forms = (
+            f"torch.atan2({a}, {b})",
+            f"torch.arctan2({a}, {b})",
+            f"{a}.atan2({b})",
+            f"{a}.arctan2(other={b})",
+            f"({a} * 1).atan2_({b})",
+        )
+        kinks = [("zero", [a]), ("zero", [b])]
+        return Plan(rng.choice(forms), [a, b], TRANSC, kinks, "atan2")
+    if case == "stack":
+        x = g.any_tensor("fi", lambda t: t.ndim <= 2)
+        if not x:
+            return None
+        shape = tuple(g.ns[x].shape)
+        p = g.need(shape, kind_of(g.ns[x]), g.ns[x].dtype if rng.random() < 0.8 else None)
+        if not p:
+            return None
+        name = rng.choice(("hstack", "vstack", "row_stack", "column_stack"))
+        seq = f"[{x}, {p}]" if rng.random() < 0.6 else f"({x}, {p}, {x})"
+        return Plan(f"torch.{name}({seq})", [x, p], MOVE, [], name)
+    x = g.any_tensor("fib" if case in ("unflatten", "broadcast_to", "roll", "tri") else "fi")
+    if not x:
+        return None
+    v = g.ns[x]
+    nd = v.ndim
+    d = _dim(g, nd)
+    if case == "unflatten":
+        if not nd:
+            return Plan(f"{x}.unflatten(0, (1,))", [x], MOVE, [], "unflatten")
+        sizes = list(rng.choice(_factorisations(v.shape[d]) if v.shape[d] else [(0,), (1, 0)]))
+        if rng.random() < 0.3 and v.shape[d]:
+            sizes[rng.randrange(len(sizes))] = -1
+        forms = (f"{x}.unflatten({d}, {_tuple(sizes)})", f"torch.unflatten({x}, {d}, {sizes})")
+        return Plan(rng.choice(forms), [x], MOVE, [], "unflatten")
+    if case == "broadcast_to":
+        target = [rng.choice((2, 3)) if s == 1 else s for s in v.shape]
+        if rng.random() < 0.5:
+            target = [2, *target]
+        forms = (
+            f"torch.broadcast_to({x}, {_tuple(target)})",
+            f"{x}.broadcast_to({_tuple(target)})",
+        )
+        return Plan(rng.choice(forms), [x], MOVE, [], "broadcast_to")
+    if case == "tri":
+        k = rng.choice((0, 0, 1, -1, 2))
+        name = rng.choice(("tril", "triu"))
+        forms = (
+            f"torch.{name}({x})",
+            f"torch.{name}({x}, {k})",
+            f"{x}.{name}(diagonal={k})",
+            f"({x} * 1).{name}_({k})",
+        )
+        return Plan(rng.choice(forms), [x], MOVE, [], name)
+    if case == "cumprod":
+        forms = (f"torch.cumprod({x}, {d})", f"{x}.cumprod(dim={d})", f"{x}.cumprod({d})")
+        return Plan(rng.choice(forms), [x], ORDER, [], "cumprod")
+    s1, s2 = rng.randint(-4, 4), rng.randint(-4, 4)
+    forms = [
+        f"torch.roll({x}, {s1})",
+        f"{x}.roll({s1}, {d})",
+        f"torch.roll({x}, shifts={s1}, dims={d})",
+    ]
+    if nd >= 2:
+        forms.append(f"{x}.roll(({s1}, {s2}), (0, {nd - 1}))")
+    return Plan(rng.choice(forms), [x], MOVE, [], "roll")
+
+
 # ---------------------------------------------------------------- choosing
 
 FAMILIES = (
@@ -993,6 +1075,7 @@ FAMILIES = (
     (index, 7),
     (gather, 2),
     (loss, 4),
+    (tutorial, 6),
 )
 
 
