@@ -32,6 +32,14 @@ class Divergence:
 
 DELIBERATE: tuple[Divergence, ...] = (
     Divergence(
+        "unflatten-cpp-trace",
+        "error-message",
+        r"^RuntimeError\('unflatten got an unexpected error:\\n[^\\]*'\)$",
+        "unflatten wraps some C++ errors (a dim of a 0-d tensor, two -1 sizes) with "
+        "PyTorch's C++ stack trace (frame addresses, library paths) after the sentence; "
+        "adcli gives the same sentence without the trace.",
+    ),
+    Divergence(
         "gradient-views",
         "error-missing",
         r"Can't detach views in-place",
