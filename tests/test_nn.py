@@ -109,6 +109,24 @@ def test_sandbox_keeps_module_internals_private(line: str, message: str) -> None
     assert message in out["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("layer._parameters = {}", "attribute '_parameters' is not available"),
+        ("layer.__class__ = int", "attribute '__class__' is not available"),
+        ("layer._ad_script_names = set()", "is not available"),
+        ("layer.forward = print", "attribute 'forward' of 'Linear' objects is not writable"),
+        ("layer.parameters = 3", "attribute 'parameters' of 'Linear' objects is not writable"),
+    ],
+)
+def test_sandbox_keeps_layer_methods_and_internals_unwritable(line: str, message: str) -> None:
+    """A layer's public instance attributes are settable (in_features, p...), its
+    private names and its class-level methods are not."""
+    out = run_json("import torch\nlayer = torch.nn.Linear(1, 1)\n" + line + "\n")
+    assert out["exit"] == 1
+    assert message in out["error"]["message"]
+
+
 def test_parameter_containers_register_their_tensors_as_parameters() -> None:
     from adcli.nn.containers import ParameterDict, ParameterList
 

@@ -92,11 +92,17 @@ def _write_attribute(module: Module, name: str, value: Any) -> bool:
     """`layer.name = value` on adcli's own layers, as PyTorch's Module.__setattr__: a
     module or Parameter is registered under the script's name (`model.fc = ...`), a
     tensor replaces a buffer of that name, anything else is kept as a plain value.
-    False (nothing set) for a name the layer itself uses."""
+    A layer's own instance attributes (`in_features`, Dropout's `p`, `weight`) are
+    set as PyTorch sets them: Module.__setattr__ checks a parameter's or buffer's
+    new value. Its methods and properties, which live on the class, are not
+    writable. False (nothing set) for a name the layer itself uses otherwise."""
     t = type(module)
-    if name in t.__ad_attrs__:
-        raise AttributeError(f"attribute '{name}' of '{t.__name__}' objects is not writable")
     d = module.__dict__
+    if name in t.__ad_attrs__:
+        if name in d and not hasattr(t, name):
+            setattr(module, name, value)
+            return True
+        raise AttributeError(f"attribute '{name}' of '{t.__name__}' objects is not writable")
     registries = [d.get(r) or () for r in ("_parameters", "_buffers", "_modules")]
     if hasattr(t, name) or (
         name in d
