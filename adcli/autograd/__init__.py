@@ -3,14 +3,25 @@ forward modes over them. It imports nothing of adcli outside this package.
 
 The core is layered, each module importing only the ones before it:
 
-    node -> tensor -> ops -> functions -> legacy, engine, forward_ad
+    node -> tensor -> ops -> functions -> legacy, engine, forward_ad -> batched
+    -> vmapping -> func
 
 Where a lower module calls up (a Tensor method runs an op, an op runs a Function row,
 `x.backward()` runs the engine), it goes through a module slot that the higher module
-fills as it loads (`tensor.ops`, `ops.F`, `tensor.engine`, ...). Loading them all here
+fills as it loads (`tensor.ops`, `ops.F`, `tensor.engine`, `ops.BATCHED`, ...). Loading them all here
 means importing any part of the package wires the whole core.
 """
 
-from . import engine, forward_ad, functions, legacy, node, ops, tensor
+from . import batched, engine, forward_ad, functions, legacy, node, ops, tensor, vmapping
 
-__all__ = ["engine", "forward_ad", "functions", "legacy", "node", "ops", "tensor"]
+__all__ = [
+    "batched",
+    "engine",
+    "forward_ad",
+    "functions",
+    "legacy",
+    "node",
+    "ops",
+    "tensor",
+    "vmapping",
+]

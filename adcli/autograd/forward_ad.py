@@ -40,6 +40,11 @@ _levels: list[int] = []
 _tables: dict[int, dict[int, tuple[weakref.ref[Tensor], Tensor]]] = {}
 _public: list[int] = []  # the levels opened through torch.autograd.forward_ad
 _ceiling: float = math.inf  # levels >= this are hidden (a rule of that level is running)
+# levels whose tangents are batched ([n, *primal.shape]: jacfwd's basis at once) -> n
+_batch: dict[int, int] = {}
+# batched.py fills these as it loads (it is above this module)
+batched_jvp: Any = None
+Unbatchable: Any = None
 
 NO_LEVEL = (
     "Trying to create a dual Tensor for forward AD but no level exists, make sure to "
@@ -55,11 +60,14 @@ def _install() -> None:
     node.fw_hook = propagate if visible else None
 
 
-def open_level() -> int:
-    """Open a new (innermost) level and return its id."""
+def open_level(batch: int | None = None) -> int:
+    """Open a new (innermost) level and return its id. With `batch`, its tangents
+    carry a leading dim of that size (batched.py computes them)."""
     level = len(_levels)
     _levels.append(level)
     _tables[level] = {}
+    if batch is not None:
+        _batch[level] = batch
     _install()
     return level
 
@@ -67,6 +75,7 @@ def open_level() -> int:
 def close_level(level: int) -> None:
     """Close the innermost level: every tangent at it is gone."""
     _levels.remove(level)
+    _batch.pop(level, None)
     table = _tables.pop(level)
     table.clear()
     _install()
@@ -159,6 +168,15 @@ def propagate(ctx: Any, inputs: tuple[Any, ...] | None, out: Any) -> None:
 
 def _apply_rule(ctx: Any, level: int, tangents: tuple[Any, ...], inputs: Any, out: Any) -> None:
     cls = type(ctx)
+    n = _batch.get(level)
+    if n is not None:  # a batched level: every basis tangent at once
+        with hidden(level):
+            r = batched_jvp(ctx, tangents, inputs, out, n)
+            if r is not None and out.data_.dtype.kind in "fc":
+                set_tangent(out, level, r)
+                if out._grad_fn is ctx and ctx.saved:
+                    ctx.__dict__.setdefault("fw_out", {})[level] = r
+        return
     rule = getattr(cls, "jvp", None)
     if rule is None:
         raise not_supported(op_name(cls))
@@ -185,6 +203,7 @@ def inplace_tangents(t: Tensor, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     after (at each visible level where t or an argument has one), or None."""
     if not (has_tangent(t) or any(has_tangent(a) for a in args)):
         return None
+    _refuse_batched()
     # t's old value as a tensor of its own, carrying t's tangents
     old = Tensor._make(t.data_.copy())
     for level in _levels:
@@ -193,6 +212,12 @@ def inplace_tangents(t: Tensor, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     with grad_mode.no_grad():
         result = fn(old, *args, **kwargs)
     return {lv: get_tangent(result, lv) for lv in _levels if lv < _ceiling}
+
+
+def _refuse_batched() -> None:
+    """In-place changes have no batched tangent rule: jacfwd goes one column at a time."""
+    if any(lv in _batch for lv in _levels if lv < _ceiling):
+        raise Unbatchable("in-place change")
 
 
 def write_tangents(t: Tensor, new: dict[int, Tensor | None]) -> None:
@@ -259,6 +284,8 @@ def after_setitem(a: Tensor, index: Any, value: Any) -> None:
         vt = get_tangent(value, level)
         if vt is None and get_tangent(a, level) is None:
             continue
+        if level in _batch:
+            raise Unbatchable("in-place change")
         current = _tangent_for_write(a, level, vt)
         with hidden(level), grad_mode.no_grad():
             if vt is None:
@@ -357,6 +384,14 @@ def dual_of(tensor: Tensor, tangent: Tensor, level: int) -> Tensor:
         raise ValueError(
             f"Expected tangent to be floating point or complex, but got: {tangent.dtype}"
         )
+    batch = _batch.get(level)
+    if batch is not None:  # jacfwd's basis at once: [n, *primal.shape]
+        if tangent.data_.shape != (batch,) + tensor.data_.shape:
+            raise Unbatchable("a tangent of another shape")
+        with hidden(level):
+            dual = ops.view(tensor, tensor.data_.shape)
+        set_tangent(dual, level, tangent)
+        return dual
     if tangent.data_.shape != tensor.data_.shape:
         raise RuntimeError(
             "Trying to set a forward gradient that has a different size than that of the "

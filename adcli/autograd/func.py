@@ -9,19 +9,27 @@ is any callable (a script's function too: the host calls it as Python).
 Results leave the transform as PyTorch's do: still attached to the autograd graph
 of tensors from outside the transform that require grad (a captured weight, an
 input that requires grad), detached otherwise, keeping their outer tangents.
-`vmap` maps by running the function once per slice and stacking the results.
+`vmap` runs the function once on every slice at once (vmapping.py), and jacrev and
+jacfwd run one backward pass, or one forward pass, with the whole standard basis
+(batched.py), as PyTorch's vmap over vjp and jvp do: so results have PyTorch's
+batched kernels' rounding, and a 512-wide Hessian takes one pass, not 16,384. Where
+an operation has no batched rule, they go one slice, row or column at a time.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
-from . import engine, forward_ad, grad_mode, ops
+import numpy as np
+
+from . import batched, engine, forward_ad, grad_mode, ops, vmapping
 from .config import check_numel
 from .node import AccumulateGrad
 from .tensor import Tensor
+from .vmapping import Batched
 
 # ---------------------------------------------------------------- pytrees
 # A spec is None for a leaf, else (container type, keys, child specs).
@@ -134,6 +142,8 @@ def _unwrap(t: Any, own: set[int], originals: dict[int, Tensor] | None = None) -
     keeping their tangents at the levels open around the transform."""
     if originals and id(t) in originals:
         return originals[id(t)]
+    if type(t) is Batched:
+        return Batched(_unwrap(t.value, own), t.levels)
     if not isinstance(t, Tensor) or not t.requires_grad or _reaches_outside(t, own):
         return t
     out = t.detach()
@@ -164,6 +174,15 @@ def _argnums(argnums: Any, nargs: int) -> tuple[int, ...]:
     return norm
 
 
+def _physical(x: Any) -> Any:
+    """A vmap slice-set's stacked tensor; anything else as it is."""
+    return x.value if type(x) is Batched else x
+
+
+def _levels_of(x: Any) -> tuple[int, ...]:
+    return x.levels if type(x) is Batched else ()
+
+
 class _Inputs:
     """The positional args with those at argnums lifted (pytrees allowed)."""
 
@@ -177,14 +196,19 @@ class _Inputs:
         for pos in self.positions:
             leaves, spec = tree_flatten(args[pos])
             for x in leaves:
-                _check_tensor(x)
-            lifted = [_lift(x) for x in leaves]
+                if type(x) is not Batched:
+                    _check_tensor(x)
+            lifted = [
+                Batched(_lift(x.value), x.levels) if type(x) is Batched else _lift(x)
+                for x in leaves
+            ]
             self.originals.update({id(y): x for x, y in zip(leaves, lifted, strict=True)})
             self.args[pos] = tree_unflatten(lifted, spec)
             self.leaves.append(lifted)
             self.specs.append(spec)
         self.flat = [x for group in self.leaves for x in group]
-        self.own = {id(x) for x in self.flat}
+        self.own = {id(_physical(x)) for x in self.flat}
+        self.mapped = any(type(x) is Batched for x in self.flat)
 
     def shaped(self, flat: list[Any]) -> Any:
         """Per-input values (flat, in input order) in the inputs' structure."""
@@ -280,7 +304,7 @@ def grad(func: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> A
 
 def _only_tensors(leaves: list[Any], who: str) -> None:
     for o in leaves:
-        if not isinstance(o, Tensor):
+        if not isinstance(o, Tensor) and type(o) is not Batched:
             raise RuntimeError(
                 f"{who}: expected f(*primals) to return only tensors, got unsupported type "
                 f"{type(o)}"
@@ -304,14 +328,47 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                 f"of outputs to the function. cotangents: {spec_short(cot_spec)}, primal "
                 f"output: {spec_short(spec)}"
             )
-        with grad_mode.enable_grad():
-            gs = _grads(leaves, ins.flat, cot)
+        if any(type(c) is Batched for c in cot) or ins.mapped:
+            gs = _vjp_mapped(leaves, ins, cot)  # inside vmap: every slice at once
+        else:
+            with grad_mode.enable_grad():
+                gs = _grads(leaves, ins.flat, cot)
         return tuple(tree_flatten_groups(ins, [_unwrap(g, ins.own) for g in gs]))
 
     result = tree_unflatten([_unwrap(o, ins.own, ins.originals) for o in leaves], spec)
     if has_aux:
         return result, vjp_fn, _unwrap_aux(aux, ins)
     return result, vjp_fn
+
+
+def _vjp_mapped(leaves: list[Tensor], ins: _Inputs, cot: list[Any]) -> list[Any]:
+    """vjp_fn inside vmap, for outputs and inputs outside it: one batched backward
+    pass with every slice of the cotangents (as PyTorch's batching rules run it)."""
+    levels = {c.levels for c in cot if type(c) is Batched}
+    if ins.mapped or any(type(o) is Batched for o in leaves) or len(levels) != 1:
+        raise batched.Unbatchable("vjp of values mapped at other levels")
+    (lv,) = levels
+    lead: tuple[int, ...] = ()
+    flat_cot = []
+    for c, o in zip(cot, leaves, strict=True):
+        if type(c) is not Batched or not isinstance(c.value, Tensor):
+            raise batched.Unbatchable("a cotangent not mapped")
+        v = c.value
+        lead = v.data_.shape[: len(lv)]
+        if v.data_.shape[len(lv) :] != o.data_.shape:
+            raise batched.Unbatchable("a cotangent of another shape")
+        flat_cot.append(v)
+    n = math.prod(lead)
+    flat_cot = [ops.reshape(v, (n,) + o.data_.shape) for v, o in zip(flat_cot, leaves, strict=True)]
+    saved = engine.listeners[:]
+    engine.listeners.clear()
+    try:
+        gs = batched.vjp(leaves, ins.flat, flat_cot, n)
+    finally:
+        engine.listeners[:] = saved
+    return [
+        Batched(ops.reshape(g, lead + x.data_.shape), lv) for g, x in zip(gs, ins.flat, strict=True)
+    ]
 
 
 def tree_flatten_groups(ins: _Inputs, flat: list[Any]) -> list[Any]:
@@ -390,9 +447,10 @@ def _basis(n: int, like: Tensor, k: int) -> Tensor:
 def _check_blocks(outs: list[Any], ins: list[Tensor]) -> None:
     """Refuse a Jacobian with a block over the element limit, before computing it."""
     for o in outs:
-        if isinstance(o, Tensor):
+        if isinstance(o, (Tensor, Batched)):
             for x in ins:
-                check_numel(o.data_.size * x.data_.size)
+                rows = o.numel() if type(o) is Batched else o.data_.size
+                check_numel(rows * _physical(x).data_.size)
 
 
 def jacrev(
@@ -413,34 +471,127 @@ def jacrev(
             leaves, spec = tree_flatten(out)
             _only_tensors(leaves, "vjp(f, *primals)")
             _check_blocks(leaves, ins.flat)
-            jac_leaves = []
-            for m, o in enumerate(leaves):
-                # one vjp per output element, with zero cotangents for the other outputs
-                # (PyTorch's basis spans them all: so do its signs of zero)
-                n = o.data_.size
-                rows = [
-                    _grads(
-                        leaves,
-                        ins.flat,
-                        [
-                            _basis(n, o, k) if j == m else ops.zeros_like(p)
-                            for j, p in enumerate(leaves)
-                        ],
-                    )
-                    for k in range(n)
-                ]
-                blocks = []
-                for j, x in enumerate(ins.flat):
-                    col = [r[j] for r in rows]
-                    stacked = ops.stack(col) if col else ops.zeros(0, *x.data_.shape)
-                    blocks.append(ops.reshape(stacked, o.data_.shape + x.data_.shape))
-                jac_leaves.append(ins.shaped([_unwrap(b, ins.own) for b in blocks]))
+            # all rows in one batched backward, as PyTorch's vmap over vjp; row by row
+            # when some node of the graph has no batched rule
+            jac_leaves = _jacrev_batched(leaves, ins)
+            if jac_leaves is None:
+                jac_leaves = [_jacrev_rows(leaves, ins, m) for m in range(len(leaves))]
         result = tree_unflatten(jac_leaves, spec)
         if has_aux:
             return result, _unwrap_aux(aux, ins)
         return result
 
     return wrapper
+
+
+def _jacrev_rows(leaves: list[Tensor], ins: _Inputs, m: int) -> Any:
+    """Output m's Jacobian blocks, one vjp per output element, with zero cotangents
+    for the other outputs (PyTorch's basis spans them all: so do its signs of zero)."""
+    o = leaves[m]
+    n = o.data_.size
+    rows = [
+        _grads(
+            leaves,
+            ins.flat,
+            [_basis(n, o, k) if j == m else ops.zeros_like(p) for j, p in enumerate(leaves)],
+        )
+        for k in range(n)
+    ]
+    blocks = []
+    for j, x in enumerate(ins.flat):
+        col = [r[j] for r in rows]
+        stacked = ops.stack(col) if col else ops.zeros(0, *x.data_.shape)
+        blocks.append(ops.reshape(stacked, o.data_.shape + x.data_.shape))
+    return ins.shaped([_unwrap(b, ins.own) for b in blocks])
+
+
+def _eye_rows(n: int, start: int, like: Tensor, first: int = 0, count: int | None = None) -> Tensor:
+    """Rows first..first+count (all n by default) of the n x n identity, restricted to
+    the columns start..start+like.numel() and each shaped as `like`: the part of the
+    standard basis that falls on `like` ([count, *like.shape])."""
+    size = like.data_.size
+    count = n - first if count is None else count
+    rows = np.zeros((count, size), like.data_.dtype)
+    cols = np.arange(size)
+    hit = (start + cols >= first) & (start + cols < first + count)
+    rows[start + cols[hit] - first, cols[hit]] = 1
+    return Tensor._make(rows.reshape((count,) + like.data_.shape))
+
+
+def _rows(t: Tensor, start: int, count: int, total: int) -> Tensor:
+    """t's rows start..start+count (t itself when that is all of them)."""
+    return t if count == total else ops.narrow(t, 0, start, count)
+
+
+#: elements of a batch of basis vectors (and of the gradients it gives) at once: a
+#: Hessian's jacrev of jacrev has a basis of 2**28 elements, taken in chunks of this
+BATCH_ELEMENTS = 1 << 22
+
+
+def _jacrev_batched(leaves: list[Any], ins: _Inputs) -> list[Any] | None:
+    """Every output's Jacobian blocks from backward passes with the stacked basis of
+    cotangents (batched.vjp: all rows at once, or in chunks of BATCH_ELEMENTS); None
+    when the graph has a node without a batched rule. Inside vmap, outputs and inputs
+    hold every slice (one set of levels for all): so do the blocks."""
+    mapped = ins.mapped or any(type(o) is Batched for o in leaves)
+    levels = {_levels_of(v) for v in (*leaves, *ins.flat)}
+    if mapped and len(levels) != 1:
+        raise batched.Unbatchable("jacrev of values mapped at other levels")
+    lv = next(iter(levels)) if mapped else ()
+    k = len(lv)
+    outs = [_physical(o) for o in leaves]
+    xs = [_physical(x) for x in ins.flat]
+    lead = outs[0].data_.shape[:k] if outs else ()
+    shapes = [o.data_.shape[k:] for o in outs]
+    sizes = [math.prod(sh) for sh in shapes]
+    n = sum(sizes)
+    ok = n > 0 and all(o.data_.dtype.kind in "fc" for o in outs)
+    if not ok or not any(o.requires_grad for o in outs):
+        # (no outputs, integer ones: as row by row; none requiring grad: zeros)
+        if mapped:
+            raise batched.Unbatchable("jacrev without a graph inside vmap")
+        return None
+    width = max(sum(o.data_.size for o in outs), sum(x.data_.size for x in xs), 1)
+    chunk = max(1, min(n, BATCH_ELEMENTS // width))
+    saved = engine.listeners[:]
+    engine.listeners.clear()  # no report events for a transform's inner passes
+    parts: list[list[Tensor]] = []
+    try:
+        for first in range(0, n, chunk):
+            count = min(chunk, n - first)
+            cots, start = [], 0
+            for o, sh, size in zip(outs, shapes, sizes, strict=True):
+                basis = _eye_rows(n, start, Tensor._make(o.data_[(0,) * k]), first, count)
+                if k:  # the same basis vector for every slice
+                    basis = ops.expand(
+                        ops.reshape(basis, (count,) + (1,) * k + sh), (count,) + lead + sh
+                    )
+                cots.append(basis)
+                start += size
+            parts.append(batched.vjp(outs, xs, cots, count))
+    except (batched.Unbatchable, MemoryError):
+        # (a batch over the size limit: one row at a time may fit)
+        if mapped:
+            raise batched.Unbatchable("jacrev inside vmap") from None
+        return None
+    finally:
+        engine.listeners[:] = saved
+    if len(parts) == 1:
+        grads = parts[0]
+    else:
+        grads = [ops.cat([p[j] for p in parts]) for j in range(len(xs))]
+    out, start = [], 0
+    for sh, size in zip(shapes, sizes, strict=True):
+        blocks = []
+        for g, x in zip(grads, xs, strict=True):
+            rows = _rows(g, start, size, n)
+            if k:
+                rows = ops.movedim(rows, 0, k)
+            block = _unwrap(ops.reshape(rows, lead + sh + x.data_.shape[k:]), ins.own)
+            blocks.append(Batched(block, lv) if k else block)
+        out.append(ins.shaped(blocks))
+        start += size
+    return out
 
 
 def jacfwd(
@@ -460,10 +611,18 @@ def jacfwd(
         for pos in positions:
             leaves, spec = tree_flatten(args[pos])
             for x in leaves:
-                _check_tensor(x)
+                if type(x) is not Batched:
+                    _check_tensor(x)
             groups.append((pos, leaves, spec))
         flat_in = [x for _, leaves, _ in groups for x in leaves]
-        sizes = [x.data_.size for x in flat_in]
+        sizes = [x.numel() if type(x) is Batched else x.data_.size for x in flat_in]
+        # all columns in one forward pass with the stacked basis of tangents, as
+        # PyTorch's vmap over jvp; column by column when some op has no batched rule
+        done = _jacfwd_batched(func, args, kwargs, groups, sizes, has_aux, single)
+        if done is not None:
+            return done
+        if any(type(x) is Batched for x in flat_in):
+            raise batched.Unbatchable("jacfwd column by column inside vmap")
         columns: list[list[Tensor]] = []  # per input element: the output tangents
         out_leaves: list[Tensor] = []
         out_spec: Spec = None
@@ -509,6 +668,90 @@ def jacfwd(
         return (result, aux) if has_aux else result
 
     return wrapper
+
+
+def _jacfwd_batched(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    groups: list[tuple[int, list[Any], Spec]],
+    sizes: list[int],
+    has_aux: bool,
+    single: bool,
+) -> Any:
+    """jacfwd's result from one call of func at a forward-AD level whose tangents are
+    the whole standard basis ([n, *input.shape]); None when some op has no batched
+    rule (func's effects so far, a print, happen again column by column). Inside
+    vmap, inputs and outputs hold every slice: the tangents and blocks too."""
+    n = sum(sizes)
+    flat_in = [x for _, leaves, _ in groups for x in leaves]
+    mapped = any(type(x) is Batched for x in flat_in)
+    widest = max((_physical(x).data_.size for x in flat_in), default=0)
+    if (
+        n == 0
+        or n * widest > 4 * BATCH_ELEMENTS  # the basis alone: column by column instead
+        or any(_physical(x).data_.dtype.kind not in "fc" for x in flat_in)
+    ):
+        if mapped:
+            raise batched.Unbatchable("jacfwd of these inputs inside vmap")
+        return None
+    who = "jvp(f, primals, tangents)"
+    level = forward_ad.open_level(batch=n)
+    try:
+        call_args, start = list(args), 0
+        for pos, leaves, spec in groups:
+            duals = []
+            for x in leaves:
+                phys, k = _physical(x), len(_levels_of(x))
+                lead, sh = phys.data_.shape[:k], phys.data_.shape[k:]
+                basis = _eye_rows(n, start, Tensor._make(phys.data_[(0,) * k]))
+                if k:  # the same basis vector for every slice
+                    basis = ops.expand(ops.reshape(basis, (n,) + (1,) * k + sh), (n,) + lead + sh)
+                dual = forward_ad.dual_of(phys, basis, level)
+                duals.append(Batched(dual, x.levels) if k else dual)
+                start += math.prod(sh)
+            call_args[pos] = tree_unflatten(duals, spec)
+        out, aux = _split_aux(func(*call_args, **kwargs), has_aux, who)
+        out_leaves, out_spec = tree_flatten(out)
+        _only_tensors(out_leaves, who)
+        _check_blocks(out_leaves, flat_in)
+        jac_leaves = []
+        for o in out_leaves:
+            phys, k = _physical(o), len(_levels_of(o))
+            t = forward_ad.get_tangent(phys, level)
+            if t is None:
+                t = ops.zeros((n,) + phys.data_.shape, dtype=phys.dtype)
+            blocks, start = [], 0
+            for x, size in zip(flat_in, sizes, strict=True):
+                cols = ops.movedim(_rows(t, start, size, n), 0, -1)
+                xs = _physical(x).data_.shape[len(_levels_of(x)) :]
+                block = ops.reshape(cols, phys.data_.shape + xs)
+                blocks.append(Batched(block, o.levels) if k else block)
+                start += size
+            per_arg, start = [], 0
+            for _, leaves, spec in groups:
+                per_arg.append(tree_unflatten(blocks[start : start + len(leaves)], spec))
+                start += len(leaves)
+            jac_leaves.append(per_arg[0] if single else tuple(per_arg))
+        if has_aux:
+            aux_leaves, aux_spec = tree_flatten(aux)
+            aux = tree_unflatten([_primal(a, level) for a in aux_leaves], aux_spec)
+    except (batched.Unbatchable, MemoryError):
+        # (a batch over the size limit: one column at a time may fit)
+        if mapped:
+            raise batched.Unbatchable("jacfwd inside vmap") from None
+        return None
+    finally:
+        forward_ad.close_level(level)
+    result = tree_unflatten(jac_leaves, out_spec)
+    return (result, aux) if has_aux else result
+
+
+def _primal(a: Any, level: int) -> Any:
+    """a without its tangent at `level` (a vmap slice-set's stacked tensor too)."""
+    if type(a) is Batched:
+        return Batched(forward_ad.primal_of(a.value, level), a.levels)
+    return forward_ad.primal_of(a, level) if isinstance(a, Tensor) else a
 
 
 def _jvp_at(
@@ -583,6 +826,9 @@ def vmap(
                 "vmap: Expected all tensors to have the same size in the mapped dimension, "
                 f"got sizes {sizes} for the mapped dimension"
             )
+        done = _vmap_batched(func, args, dims, kwargs, out_dims, sizes[0])
+        if done is not _NOT_BATCHED:
+            return done
         results = []
         for i in range(sizes[0]):
             sliced = [
@@ -607,6 +853,38 @@ def vmap(
         return tree_unflatten(stacked, spec)
 
     return wrapper
+
+
+_NOT_BATCHED: Any = object()
+
+
+def _vmap_batched(
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    dims: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    out_dims: Any,
+    size: int,
+) -> Any:
+    """func run once on every slice (vmapping.py), or _NOT_BATCHED when something in
+    it has no batched rule (or fails: the slice-by-slice run then says why)."""
+    level = vmapping.new_level()
+    try:
+        mapped = [vmapping.enter(a, d, level) for a, d in zip(args, dims, strict=True)]
+        out = func(*mapped, **kwargs)
+        leaves, spec = tree_flatten(out)
+        od = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(leaves)
+        if len(od) != len(leaves):
+            return _NOT_BATCHED
+        return tree_unflatten(
+            [vmapping.leave(y, d, level, size) for y, d in zip(leaves, od, strict=True)], spec
+        )
+    except MemoryError:
+        raise
+    except Exception as e:
+        if type(e).__name__ == "LimitError":  # a budget: running again would not help
+            raise
+        return _NOT_BATCHED
 
 
 def module_members() -> dict[str, Any]:

@@ -40,6 +40,9 @@ _tensor_module.ops = sys.modules[__name__]  # Tensor's methods and operators cal
 # The modules above this one that the ops call into, bound by each as it loads (they
 # import this module; adcli/autograd/__init__.py loads them all).
 F: Any = None  # functions.py: the operation table (the Function rows)
+# vmapping.py: vmap's batched values, and what runs a torch function given one
+BATCHED: Any = None
+batched_call: Any = None
 legacy: Any = None  # legacy.py: x.to(), x.type(), x.cuda()
 
 _INT_KINDS = "iub"
@@ -359,6 +362,8 @@ def square(a: Tensor) -> Tensor:
 
 def neg(a: Tensor) -> Tensor:
     """-a"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("neg", a)
     if a.data_.dtype == np.bool_:
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -433,11 +438,15 @@ def _tensor_operands(name: str, a: Any, b: Any, method: bool) -> None:
 
 def exp(a: Tensor) -> Tensor:
     """e ** a"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("exp", a)
     return F.Exp.apply(a)
 
 
 def log(a: Tensor) -> Tensor:
     """Natural logarithm."""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("log", a)
     return F.Log.apply(a)
 
 
@@ -448,11 +457,15 @@ def log1p(a: Tensor) -> Tensor:
 
 def sqrt(a: Tensor) -> Tensor:
     """Square root."""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("sqrt", a)
     return F.Sqrt.apply(a)
 
 
 def abs(a: Tensor) -> Tensor:
     """|a|"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("abs", a)
     _no_bool(a, "abs_cpu")
     return F.Abs.apply(a)
 
@@ -465,11 +478,15 @@ def _no_bool(a: Tensor, kernel: str) -> None:
 
 def sin(a: Tensor) -> Tensor:
     """sine"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("sin", a)
     return F.Sin.apply(a)
 
 
 def cos(a: Tensor) -> Tensor:
     """cosine"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("cos", a)
     return F.Cos.apply(a)
 
 
@@ -480,16 +497,22 @@ def tan(a: Tensor) -> Tensor:
 
 def tanh(a: Tensor) -> Tensor:
     """hyperbolic tangent"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("tanh", a)
     return F.Tanh.apply(a)
 
 
 def sigmoid(a: Tensor) -> Tensor:
     """logistic sigmoid"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("sigmoid", a)
     return F.Sigmoid.apply(a)
 
 
 def relu(a: Tensor) -> Tensor:
     """max(a, 0)"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("relu", a)
     if a.data_.dtype == np.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
     return F.Relu.apply(a)
@@ -879,6 +902,8 @@ def _as_array(v: Any) -> np.ndarray:
 
 def sum(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Sum of all elements, or over `dim`."""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("sum", a, dim, keepdim, dtype)
     if dim is None:
         return F.Sum.apply(a, dtype=_sum_dtype(a, dtype))
     return F.SumDim.apply(
@@ -913,6 +938,8 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 def mean(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """Mean of all elements, or over `dim`."""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("mean", a, dim, keepdim, dtype)
     if dtype is not None:
         a = to_dtype(a, dtype)
     if a.data_.dtype.kind not in "fc":
@@ -1289,6 +1316,8 @@ def _broadcast_batch(sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...
 def matmul(a: Any, b: Any) -> Tensor:
     """Matrix product dispatched on dimensions with PyTorch's own steps (so the
     grad_fns match: Dot, Mv, Mm, folded Mm/Mv + UnsafeView, or Bmm + UnsafeView)."""
+    if type(a) is BATCHED or type(b) is BATCHED:  # inside vmap
+        return batched_call("matmul", a, b)
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(
             f"matmul(): argument 'other' (position 2) must be Tensor, not {_type_name(b)}"
@@ -1364,6 +1393,8 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias, with PyTorch's dispatch (addmm for 2-d input with a bias,
     flattened addmm for other contiguous inputs with a contiguous bias that is 1-d or
     has one element per output feature, else matmul + add_), as PyTorch 2.13 does."""
+    if BATCHED is not None and BATCHED in (type(x), type(weight), type(bias)):  # inside vmap
+        return batched_call("linear", x, weight, bias)
     dx, dw = x.data_.ndim, weight.data_.ndim
     if dx == 0 or dw == 0:
         raise RuntimeError(
