@@ -8,8 +8,8 @@ The core is layered, each module importing only the ones before it:
 
 Where a lower module calls up (a Tensor method runs an op, an op runs a Function row,
 `x.backward()` runs the engine), it goes through a module slot that the higher module
-fills as it loads (`tensor.ops`, `ops.F`, `tensor.engine`, `ops.BATCHED`, ...). Loading them all here
-means importing any part of the package wires the whole core.
+fills as it loads (`tensor.ops`, `ops.F`, `tensor.engine`, `ops.BATCHED`, ...). Loading
+them all here means importing any part of the package wires the whole core.
 """
 
 from . import batched, engine, forward_ad, functions, legacy, node, ops, tensor, vmapping

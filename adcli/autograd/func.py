@@ -809,7 +809,7 @@ def vmap(
         for a, d in zip(args, dims, strict=True):
             if d is None:
                 continue
-            if not isinstance(a, Tensor):
+            if not isinstance(a, Tensor) and type(a) is not Batched:  # (nested vmap)
                 raise ValueError(
                     f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={d} for an "
                     f"input but the input is of type {type(a)}. We cannot vmap over non-Tensor "

@@ -40,7 +40,6 @@ class Batched:
         "shape dtype device ndim dim size numel requires_grad is_floating_point "
         "tanh sin cos exp log sqrt sigmoid relu neg abs sum mean pow square".split()
     )
-    __ad_kind__ = "tensor"
 
     def __init__(self, value: Tensor, levels: tuple[int, ...]) -> None:
         self.value = value
@@ -104,11 +103,9 @@ class Batched:
 
     __bool__ = __float__ = __int__ = __index__ = __iter__ = _refuse
     __repr__ = __str__ = __array__ = item = tolist = numpy = _refuse
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise Unbatchable(f"'{name}' of a batched value")
+    # comparisons have no rule: without these, `x == 0` would be Python's identity test
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
 
     # -------------------------------------------------------- elementwise
     def _unary(self, name: str, *args: Any) -> Batched:
