@@ -22,7 +22,7 @@ import numpy as np
 from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import nll_cascade_sum, torch_mean, torch_sum
-from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero
+from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero, is_efficient_zero
 
 ops.F = sys.modules[__name__]  # the ops run these rows (ops.py cannot import this module)
 
@@ -78,6 +78,34 @@ def _lin(*terms: Tensor | None) -> Tensor | None:
     return out
 
 
+def _fz(t: Tensor | None, x: Any, r: Tensor) -> Tensor:
+    """An input's tangent in a formula of several tangents, as PyTorch's generated code
+    has it: an undefined one is an efficient zero of the input's shape. The terms it
+    enters are computed (recording their node when the other operand requires grad,
+    so `lin(dual)` with weights that require grad gets AddBackward0 on top) and are
+    efficient zeros, which add as nothing."""
+    if t is not None:
+        return t
+    dt = r.data_.dtype
+    if isinstance(x, Tensor):
+        return efficient_zero(x.data_.shape, x.data_.dtype if x.data_.dtype.kind in "fc" else dt)
+    return efficient_zero((), dt)
+
+
+def _zprod(fn: Any, a: Tensor, b: Tensor) -> Tensor:
+    """fn(a, b), a product (mm, mv, dot, bmm): an efficient zero when an operand is one,
+    as PyTorch's ZeroTensor kernels give it (after recording the node)."""
+    if not (is_efficient_zero(a) or is_efficient_zero(b)):
+        return fn(a, b)
+    if not (a.requires_grad or b.requires_grad):  # no node to record: no product either
+        sa, sb = a.data_.shape, b.data_.shape
+        shape = sa[:-1] + sb[:-2] + sb[-1:] if len(sb) == 2 else sa[:-1]
+        if len(sa) == 3:  # bmm
+            shape = sa[:2] + sb[-1:]
+        return efficient_zero(shape, a.data_.dtype)
+    return ops._as_zero(fn(a, b))
+
+
 # ************************************************************ arithmetic
 
 
@@ -97,8 +125,9 @@ class Add(Function):
         return g, _times(g, ctx.alpha)  # PyTorch's maybe_multiply(grad, alpha)
 
     def jvp(ctx, ts, xs, r):
-        ta, tb = ts
-        return _lin(ta, _times(tb, ctx.alpha))
+        # PyTorch's self_t + maybe_multiply(other_t, alpha)
+        (ta, tb), (a, b) = ts, xs
+        return _fz(ta, a, r) + _times(_fz(tb, b, r), ctx.alpha)
 
 
 class Sub(Function):
@@ -117,8 +146,9 @@ class Sub(Function):
         return g, _times(-g, ctx.alpha)  # PyTorch's maybe_multiply(-grad, alpha)
 
     def jvp(ctx, ts, xs, r):
-        ta, tb = ts
-        return _lin(ta, None if tb is None else (-tb if ctx.alpha == 1 else tb * -ctx.alpha))
+        # PyTorch's self_t - maybe_multiply(other_t, alpha)
+        (ta, tb), (a, b) = ts, xs
+        return _fz(ta, a, r) - _times(_fz(tb, b, r), ctx.alpha)
 
 
 class Rsub(Function):
@@ -151,8 +181,9 @@ class Mul(Function):
         return (g * b if b is not None else None), (g * a if a is not None else None)
 
     def jvp(ctx, ts, xs, r):
+        # PyTorch's other_t * self_p + self_t * other_p
         (ta, tb), (a, b) = ts, xs
-        return _lin(None if ta is None else ta * b, None if tb is None else tb * a)
+        return _fz(tb, b, r) * a + _fz(ta, a, r) * b
 
 
 def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -218,9 +249,9 @@ class Div(Function):
         return ga, gb
 
     def jvp(ctx, ts, xs, r):
-        # (a' - b' * result) / b
-        (ta, tb), b = ts, xs[1]
-        return _lin(ta, None if tb is None else -(tb * r)) / b
+        # PyTorch's (self_t - other_t * result) / other_p
+        (ta, tb), (a, b) = ts, xs
+        return (_fz(ta, a, r) - _fz(tb, b, r) * r) / b
 
 
 def rounded_div(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
@@ -2060,7 +2091,7 @@ class Mm(Function):
 
     def jvp(ctx, ts, xs, r):
         (ta, tb), (a, b) = ts, xs
-        return _lin(None if ta is None else ops.mm(ta, b), None if tb is None else ops.mm(a, tb))
+        return _zprod(ops.mm, _fz(ta, a, r), b) + _zprod(ops.mm, a, _fz(tb, b, r))
 
 
 class Mv(Function):
@@ -2082,7 +2113,7 @@ class Mv(Function):
 
     def jvp(ctx, ts, xs, r):
         (tm, tv), (m, v) = ts, xs
-        return _lin(None if tm is None else ops.mv(tm, v), None if tv is None else ops.mv(m, tv))
+        return _zprod(ops.mv, _fz(tm, m, r), v) + _zprod(ops.mv, m, _fz(tv, v, r))
 
 
 class Dot(Function):
@@ -2102,7 +2133,7 @@ class Dot(Function):
 
     def jvp(ctx, ts, xs, r):
         (ta, tb), (a, b) = ts, xs
-        return _lin(None if ta is None else ops.dot(ta, b), None if tb is None else ops.dot(a, tb))
+        return _zprod(ops.dot, _fz(ta, a, r), b) + _zprod(ops.dot, a, _fz(tb, b, r))
 
 
 def _bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -2138,7 +2169,7 @@ class Bmm(Function):
 
     def jvp(ctx, ts, xs, r):
         (ta, tb), (a, b) = ts, xs
-        return _lin(None if ta is None else ops.bmm(ta, b), None if tb is None else ops.bmm(a, tb))
+        return _zprod(ops.bmm, _fz(ta, a, r), b) + _zprod(ops.bmm, a, _fz(tb, b, r))
 
 
 class Addmm(Function):
@@ -2172,18 +2203,21 @@ class Addmm(Function):
         return tuple(_times(t, f) for t, f in ((g, ctx.beta), (gx, ctx.alpha), (gw, ctx.alpha)))
 
     def jvp(ctx, ts, xs, r):
-        (tbias, tx, tw), (_, x, w) = ts, xs
-        return _lin(
-            _times(tbias, ctx.beta) if ctx.beta != 0 else None,
-            None if tx is None else _times(ops.mm(tx, w), ctx.alpha),
-            None if tw is None else _times(ops.mm(x, tw), ctx.alpha),
-        )
+        # PyTorch's maybe_multiply(self_t, beta) + maybe_multiply(mat1_t.mm(mat2_p), alpha)
+        # + maybe_multiply(mat1_p.mm(mat2_t), alpha)
+        (tbias, tx, tw), (bias, x, w) = ts, xs
+        out = _times(_zprod(ops.mm, _fz(tx, x, r), w), ctx.alpha)
+        if ctx.beta != 0:
+            out = _times(_fz(tbias, bias, r), ctx.beta) + out
+        return out + _times(_zprod(ops.mm, x, _fz(tw, w, r)), ctx.alpha)
 
 
 def _times(t: Tensor | None, factor: Any) -> Tensor | None:
     """t * factor as PyTorch's C++ code multiplies by a number (MulBackward1), or t
-    itself when the factor is 1."""
-    return t if t is None or factor == 1 else MulScalar.apply(t, other=factor)
+    itself when the factor is 1 (or t is an efficient zero)."""
+    if t is None or factor == 1 or is_efficient_zero(t):
+        return t
+    return MulScalar.apply(t, other=factor)
 
 
 class Trilinear(Function):

@@ -352,3 +352,79 @@ def test_no_cost_without_a_level() -> None:
     with forward_ad.dual_level():
         assert node.fw_hook is not None
     assert node.fw_hook is None
+
+
+# ---------------------------------------------------------------- tangents' graphs
+def _tree(fn: Any, depth: int = 0) -> list[str]:
+    """A grad_fn graph as nested names. PyTorch reads each primal a formula uses
+    through an Identity node (`CppFunction`), which adcli does not have: skipped."""
+    if fn is None:
+        return ["  " * depth + "None"]
+    name = getattr(fn, "grad_fn_name", None) or type(fn).__name__  # (adcli's, torch's)
+    if name == "CppFunction":
+        return _tree(fn.next_functions[0][0], depth)
+    out = ["  " * depth + name]
+    for nxt, _ in fn.next_functions:
+        out += _tree(nxt, depth + 1)
+    return out
+
+
+def _graph_cases(T: Any) -> list[tuple[str, Any]]:
+    """(label, output) pairs: ops on a dual input next to parameters that require grad,
+    the parameters' tangents undefined (PyTorch's formulas add efficient zeros)."""
+    g = _gen(T, 5)
+    x = T.randn(4, 3, generator=g, dtype=T.float64)
+    tx = T.randn(4, 3, generator=g, dtype=T.float64)
+    w = T.randn(2, 3, generator=g, dtype=T.float64).requires_grad_()
+    b = T.randn(2, generator=g, dtype=T.float64).requires_grad_()
+    v = T.randn(3, generator=g, dtype=T.float64).requires_grad_()
+    d = T.fwAD.make_dual(x, tx)
+    d1 = T.fwAD.make_dual(x[0], tx[0])
+    dw = d * v
+    return [
+        ("linear", T.F.linear(d, w, b)),
+        ("linear_1d", T.F.linear(d1, w, b)),
+        ("linear_no_bias", T.F.linear(d, w)),
+        ("mm", d @ w.t()),
+        ("mv", w @ d1),
+        ("dot", d1 @ v),
+        ("mul", d * v),
+        ("mul_left", v * d),
+        ("mul_number", dw * 3),
+        ("add", d + v),
+        ("add_graph", dw + v),
+        ("add_left", v + dw),
+        ("add_alpha", T.add(v, dw, alpha=2)),
+        ("sub", dw - v),
+        ("sub_left", v - dw),
+        ("div", d / v),
+        ("div_left", v / dw),
+        ("sin", T.sin(dw)),
+        ("cos", T.cos(dw)),
+        ("exp", T.exp(dw)),
+        ("tanh", T.tanh(dw)),
+        ("sigmoid", T.sigmoid(dw)),
+        ("relu", T.relu(dw)),
+        ("mul_both", dw * dw),
+        ("chain", T.tanh(T.F.linear(T.sin(dw), w, b))),
+    ]
+
+
+def _graphs(T: Any) -> list[tuple[str, list[str], Any]]:
+    with T.fwAD.dual_level():
+        out = []
+        for label, y in _graph_cases(T):
+            t = T.fwAD.unpack_dual(y).tangent
+            out.append((label, _tree(t.grad_fn), t.detach().numpy().copy()))
+    return out
+
+
+def test_tangent_graphs_match_torch() -> None:
+    """A tangent's grad_fn graph (`lin(dual)` with parameters that require grad:
+    AddBackward0 on top, as PyTorch's jvp formulas sum their zero terms) and values."""
+    ours, theirs = _graphs(ADCLI), _graphs(TORCH)
+    for (label, tree, t), (_, ttree, tt) in zip(ours, theirs, strict=True):
+        assert tree == ttree, (
+            f"{label}:\nadcli\n" + "\n".join(tree) + "\ntorch\n" + "\n".join(ttree)
+        )
+        np.testing.assert_allclose(t, tt, rtol=1e-12, atol=0, err_msg=label)
