@@ -266,9 +266,12 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
         type(x) is Batched
         and x.ndim >= 1
         and isinstance(weight, Tensor)
+        and weight.data_.ndim == 2
         and (bias is None or isinstance(bias, Tensor))
     ):
-        return Batched(ops.linear(x.value, weight, bias), x.levels)
+        # PyTorch's linear on a batched input: matmul, then the bias added (AddBackward0)
+        out = ops.matmul(x.value, ops.t(weight))
+        return Batched(out if bias is None else ops.add(out, bias), x.levels)
     raise Unbatchable("linear of these operands")
 
 
@@ -296,10 +299,15 @@ def enter(x: Any, dim: int | None, level: int) -> Any:
     if type(x) is Batched:
         k, nd = len(x.levels), x.ndim
         d = dim % nd if -nd <= dim < nd else _bad_dim(dim, nd)
-        return Batched(ops.movedim(x.value, k + d, k), x.levels + (level,))
+        return Batched(_moved(x.value, k + d, k), x.levels + (level,))
     nd = x.data_.ndim
     d = dim % nd if -nd <= dim < nd else _bad_dim(dim, nd)
-    return Batched(ops.movedim(x, d, 0), (level,))
+    return Batched(_moved(x, d, 0), (level,))
+
+
+def _moved(t: Tensor, src: int, dst: int) -> Tensor:
+    """t with dim src moved to dst (t itself when it is there: no node)."""
+    return t if src == dst else ops.movedim(t, src, dst)
 
 
 def leave(y: Any, out_dim: int | None, level: int, size: int) -> Any:
@@ -323,7 +331,7 @@ def leave(y: Any, out_dim: int | None, level: int, size: int) -> Any:
         raise Unbatchable("out_dims=None for a mapped result")
     nd = y.ndim + 1
     d = out_dim % nd if -nd <= out_dim < nd else _bad_dim(out_dim, nd)
-    moved = ops.movedim(y.value, i, len(rest) + d)
+    moved = _moved(y.value, i, len(rest) + d)
     return Batched(moved, rest) if rest else moved
 
 

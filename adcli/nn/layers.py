@@ -83,7 +83,7 @@ class Linear(Module):
 
 def _check_linear(x: Any, w: Tensor) -> None:
     """PyTorch's errors for a non-tensor input (ops.linear checks the shapes)."""
-    if not isinstance(x, Tensor):
+    if not isinstance(x, Tensor) and type(x) is not ops.BATCHED:  # (inside vmap)
         raise TypeError(
             f"linear(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}"
         )
