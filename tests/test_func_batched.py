@@ -136,3 +136,20 @@ def test_vmap_does_not_run_a_rule_it_lacks_on_the_stack() -> None:
     """`==` has no batched rule: Python's identity test must not answer it."""
     out = func.vmap(lambda r: ops.mul(r == r, r))(VS)
     np.testing.assert_array_equal(out.data_, VS.data_)
+
+
+def test_random_numbers_are_drawn_per_slice_and_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function drawing random numbers runs one slice (column) at a time, drawing for
+    each as before: the batched try leaves the generator where it was."""
+
+    def noisy(r: Tensor) -> Tensor:
+        return r + Tensor._make(random.randn((5,)))
+
+    for compute in (lambda: func.vmap(noisy)(VS), lambda: func.jacfwd(noisy)(V)):
+        state = random.default_generator.get_state()
+        fast = compute().data_.copy()
+        random.default_generator.set_state(state)
+        with monkeypatch.context() as m:
+            one_at_a_time(m)
+            slow = compute().data_.copy()
+        np.testing.assert_array_equal(fast, slow)

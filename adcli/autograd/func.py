@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from . import batched, engine, forward_ad, grad_mode, ops, vmapping
+from . import random as _random
 from .config import check_numel
 from .node import AccumulateGrad
 from .tensor import Tensor
@@ -696,6 +697,7 @@ def _jacfwd_batched(
             raise batched.Unbatchable("jacfwd of these inputs inside vmap")
         return None
     who = "jvp(f, primals, tangents)"
+    rng = _rng_state()
     level = forward_ad.open_level(batch=n)
     try:
         call_args, start = list(args), 0
@@ -736,7 +738,10 @@ def _jacfwd_batched(
         if has_aux:
             aux_leaves, aux_spec = tree_flatten(aux)
             aux = tree_unflatten([_primal(a, level) for a in aux_leaves], aux_spec)
+        if _drew(rng):  # random numbers: one draw per column, as column by column
+            raise batched.Unbatchable("random numbers drawn")
     except (batched.Unbatchable, MemoryError):
+        _drew(rng)
         # (a batch over the size limit: one column at a time may fit)
         if mapped:
             raise batched.Unbatchable("jacfwd inside vmap") from None
@@ -869,12 +874,13 @@ def _vmap_batched(
     """func run once on every slice (vmapping.py), or _NOT_BATCHED when something in
     it has no batched rule (or fails: the slice-by-slice run then says why)."""
     level = vmapping.new_level()
+    rng = _rng_state()
     try:
         mapped = [vmapping.enter(a, d, level) for a, d in zip(args, dims, strict=True)]
         out = func(*mapped, **kwargs)
         leaves, spec = tree_flatten(out)
         od = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(leaves)
-        if len(od) != len(leaves):
+        if len(od) != len(leaves) or _drew(rng):
             return _NOT_BATCHED
         return tree_unflatten(
             [vmapping.leave(y, d, level, size) for y, d in zip(leaves, od, strict=True)], spec
@@ -884,7 +890,22 @@ def _vmap_batched(
     except Exception as e:
         if type(e).__name__ == "LimitError":  # a budget: running again would not help
             raise
+        _drew(rng)
         return _NOT_BATCHED
+
+
+def _rng_state() -> Any:
+    """A snapshot of the default generator (the engine's own, not torch's ByteTensor)."""
+    return _random.Generator.get_state(_random.default_generator)
+
+
+def _drew(rng: Any) -> bool:
+    """Did the function draw random numbers since `rng`? Then the generator goes back
+    there, for the one-slice-at-a-time run: it draws for each slice, not once for all."""
+    if _rng_state() == rng:
+        return False
+    _random.Generator.set_state(_random.default_generator, rng)
+    return True
 
 
 def module_members() -> dict[str, Any]:
