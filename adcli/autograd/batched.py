@@ -180,7 +180,43 @@ def _vjp_pow(ctx: Any, g: Tensor, n: int) -> Sequence[Tensor | None]:
     return ctx.backward(ctx, g)
 
 
+def _vjp_select(ctx: Any, g: Tensor, n: int) -> Sequence[Tensor | None]:
+    embed = F().SelectBackward if ctx.grad_fn_name == "SelectBackward0" else F().SliceBackward
+    return (embed.apply(g, index=(slice(None), *ctx.index), shape=(n, *ctx.shape)),)
+
+
+def _vjp_embed(ctx: Any, g: Tensor, n: int) -> Sequence[Tensor | None]:
+    return (ops._view_of(g, ctx.view.apply(g, index=(slice(None), *ctx.index))),)
+
+
+def _vjp_cat(ctx: Any, g: Tensor, n: int) -> Sequence[Tensor | None]:
+    out, start = [], 0
+    d = ctx.dim % (g.data_.ndim - 1) + 1
+    for size in ctx.sizes:
+        if size is None:
+            raise Unbatchable("cat of a legacy empty tensor")
+        out.append(ops.narrow(g, d, start, size))
+        start += size
+    return tuple(out)
+
+
+def _vjp_stack(ctx: Any, g: Tensor, n: int) -> Sequence[Tensor | None]:
+    d = ctx.dim % (g.data_.ndim - 1) + 1
+    return tuple(ops.select(g, d, i) for i in range(g.data_.shape[d]))
+
+
+def F() -> Any:  # noqa: N802 (the op table, as ops.py names it)
+    """functions.py, the op table (loaded before anything runs a rule)."""
+    return ops.F
+
+
 VJP_RULES: dict[str, VjpRule] = {
+    "SelectBackward0": _vjp_select,
+    "SliceBackward0": _vjp_select,
+    "SelectBackwardBackward0": _vjp_embed,
+    "SliceBackwardBackward0": _vjp_embed,
+    "CatBackward0": _vjp_cat,
+    "StackBackward0": _vjp_stack,
     "ViewBackward0": _vjp_reshape,
     "UnsafeViewBackward0": _vjp_reshape,
     "ReshapeAliasBackward0": _vjp_reshape,
@@ -320,7 +356,7 @@ def _add(buffers: dict[Node, list[Tensor | None]], nd: Node, nr: int, g: Tensor)
 
 
 # ---------------------------------------------------------------- forward rules
-# rule(ctx, tangents aligned to the result's rank, inputs, result, n) -> batched tangent
+# rule(ctx, batched tangents ([n, *input.shape] or None), inputs, result, n) -> batched tangent
 JvpRule = Callable[[Any, tuple[Any, ...], tuple[Any, ...], Tensor, int], Tensor | None]
 
 #: rows whose jvp is elementwise: tangents aligned to the result's rank broadcast
@@ -375,6 +411,8 @@ def _jvp_mm(ctx: Any, ts: Any, xs: Any, r: Tensor, n: int) -> Tensor | None:
 
 def _jvp_addmm(ctx: Any, ts: Any, xs: Any, r: Tensor, n: int) -> Tensor | None:
     (tbias, tx, tw), (_, x, w) = ts, xs
+    if tbias is not None:
+        tbias = _align(tbias, 2)
     return _plus(
         _times(tbias, ctx.beta) if ctx.beta != 0 else None,
         None if tx is None else _times(ops.matmul(tx, w), ctx.alpha),
@@ -402,7 +440,39 @@ def _jvp_pow(ctx: Any, ts: Any, xs: Any, r: Tensor, n: int) -> Tensor | None:
     return type(ctx).jvp(ctx, ts, xs, r)
 
 
+def _jvp_select(ctx: Any, ts: Any, xs: Any, r: Tensor, n: int) -> Tensor:
+    t = ts[0]
+    return ops._view_of(t, type(ctx).apply(t, index=(slice(None), *ctx.index)))
+
+
+def _jvp_embed(ctx: Any, ts: Any, xs: Any, r: Tensor, n: int) -> Tensor:
+    return type(ctx).apply(ts[0], index=(slice(None), *ctx.index), shape=(n, *r.data_.shape))
+
+
+def _batched_parts(ts: Any, xs: Any, n: int) -> list[Tensor]:
+    return [
+        ops.zeros((n, *x.data_.shape), dtype=x.dtype) if t is None else t
+        for t, x in zip(ts, xs, strict=True)
+    ]
+
+
+def _jvp_cat(ctx: Any, ts: Any, xs: Any, r: Tensor, n: int) -> Tensor:
+    if any(x.data_.shape == (0,) for x in xs):
+        raise Unbatchable("cat of a legacy empty tensor")
+    return ops.cat(_batched_parts(ts, xs, n), ctx.dim % r.data_.ndim + 1)
+
+
+def _jvp_stack(ctx: Any, ts: Any, xs: Any, r: Tensor, n: int) -> Tensor:
+    return ops.stack(_batched_parts(ts, xs, n), ctx.dim % r.data_.ndim + 1)
+
+
 JVP_RULES: dict[str, JvpRule] = {
+    "SelectBackward0": _jvp_select,
+    "SliceBackward0": _jvp_select,
+    "SelectBackwardBackward0": _jvp_embed,
+    "SliceBackwardBackward0": _jvp_embed,
+    "CatBackward0": _jvp_cat,
+    "StackBackward0": _jvp_stack,
     "ViewBackward0": _jvp_reshape,
     "UnsafeViewBackward0": _jvp_reshape,
     "ReshapeAliasBackward0": _jvp_reshape,
@@ -434,11 +504,12 @@ def jvp(ctx: Any, tangents: tuple[Any, ...], inputs: tuple[Any, ...], out: Any, 
     rule = JVP_RULES.get(name)
     if rule is None and name not in JVP_ELEMENTWISE:
         raise Unbatchable(name)
-    nd = out.data_.ndim
-    ts = tuple(
-        _align(t, nd) if isinstance(t, Tensor) and t.data_.ndim - 1 < nd else t for t in tangents
-    )
-    result = rule(ctx, ts, inputs, out, n) if rule is not None else cls.jvp(ctx, ts, inputs, out)
+    if rule is not None:  # (a shape rule places the batch dim itself)
+        result = rule(ctx, tangents, inputs, out, n)
+    else:  # elementwise: tangents of fewer dims broadcast as their rows would
+        nd = out.data_.ndim
+        ts = tuple(_align(t, nd) if isinstance(t, Tensor) else t for t in tangents)
+        result = cls.jvp(ctx, ts, inputs, out)
     if result is None:
         return None
     return _fit(result, n, out.data_.shape)
