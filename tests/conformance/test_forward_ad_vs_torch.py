@@ -145,6 +145,13 @@ CASES: list[Case] = [
     ("std", [S], lambda T, x: x.std()),
     ("std_dim", [S], lambda T, x: x.std(0)),
     ("cumsum", [S], lambda T, x: x.cumsum(1)),
+    ("cumprod", [S], lambda T, x: x.cumprod(1)),
+    ("cumprod_zero", [S], lambda T, x: (x * T.tensor([1.0, 0, 1, 0], dtype=x.dtype)).cumprod(1)),
+    ("roll", [S], lambda T, x: x.roll((1, -1), (0, 1))),
+    ("roll_flat", [S], lambda T, x: T.roll(x, 2)),
+    ("tril", [S], lambda T, x: x.tril()),
+    ("triu", [S], lambda T, x: T.triu(x, diagonal=1)),
+    ("atan2", [S, S], lambda T, a, b: T.atan2(a, b)),
     # linear algebra
     ("mm", [S, (4, 2)], lambda T, a, b: a.mm(b)),
     ("mv", [S, (4,)], lambda T, a, v: T.mv(a, v)),
