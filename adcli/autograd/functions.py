@@ -2941,7 +2941,8 @@ class _CopyInto(Function):
     def forward(ctx, base, value, index, dtype):
         ctx.index = index
         out = base.data_.copy()
-        out[index] = _d(value, dtype)
+        if value.data_.size:  # (an empty value at a 0-d base's False mask: nothing)
+            out[index] = _d(value, dtype)
         ctx.value_shape = value.data_.shape
         ctx.mask = np.ones(base.data_.shape, bool)
         ctx.mask[index] = False
@@ -3069,7 +3070,7 @@ class CopySlicesOp(Function):
         if overlapping:  # (the base needs no gradient)
             return (None,) + tuple(grads[1:])
         g_view = grads[0]
-        if g_view is not None and g_view.data_.size:
+        if g_view is not None:
             # the view's gradient copied into the copy of g under the view, exactly (a
             # -0. stays -0.), as PyTorch's copy_ through the view
             g_view = ops.to_dtype(ops.sum_to(g_view, shape), dtype)
