@@ -2519,14 +2519,17 @@ class Cat(Function):
         ctx.sizes = [
             None if t.data_.shape == (0,) and not every else t.data_.shape[dim] for t in tensors
         ]
+        # PyTorch's backward hands every 1-d empty input new zeros, not a slice of g
+        ctx.legacy = [t.data_.shape == (0,) for t in tensors]
         kept = [t for t, n in zip(tensors, ctx.sizes, strict=True) if n is not None]
         return np.ascontiguousarray(np.concatenate([_d(t, dtype) for t in kept], axis=dim))
 
     def backward(ctx, g):
         out, start = [], 0
-        for n in ctx.sizes:
-            if n is None:
+        for n, legacy in zip(ctx.sizes, ctx.legacy, strict=True):
+            if legacy:
                 out.append(Tensor._make(np.zeros((0,), g.data_.dtype)))
+                start += n or 0
                 continue
             out.append(ops.narrow(g, ctx.dim, start, n))
             start += n
