@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad
+from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad, softmax64
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .summation import nll_cascade_sum, torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero, is_efficient_zero
@@ -3246,6 +3246,8 @@ class Softmax(Function):
         dim = dim if x.ndim else None  # a 0-d tensor: dim 0 is the tensor itself
         if x.dtype == np.float32 and x.ndim and x.size:
             return kernels32.softmax(x, dim)
+        if x.dtype == np.float64 and x.ndim and x.size:
+            return softmax64.softmax(x, dim)
         e = np.exp(x - np.max(x, axis=dim, keepdims=True)) if x.size else x
         return (e / np.sum(e, axis=dim, keepdims=True)).astype(x.dtype) if x.size else x.copy()
 
@@ -3290,6 +3292,8 @@ class SoftmaxBackwardData(Function):
         gd, yd = g.data_, y.data_
         if _float32_lastdim(gd, yd, dim):
             return kernels32.softmax_backward_lastdim(gd, yd)
+        if gd.dtype == yd.dtype == np.float64 and gd.ndim and gd.size:
+            return softmax64.softmax_backward(gd, yd, dim)
         return yd * (gd - _row_sum(gd * yd, dim))
 
     def backward(ctx, gg):
@@ -3353,7 +3357,9 @@ class LogSoftmaxBackwardData(Function):
         gd, yd = g.data_, y.data_
         if _float32_lastdim(gd, yd, dim):
             return kernels32.log_softmax_backward_lastdim(gd, yd)
-        if gd.ndim and gd.size and gd.dtype == yd.dtype and gd.dtype in (np.float32, np.float64):
+        if gd.ndim and gd.size and gd.dtype == yd.dtype == np.float64:
+            return softmax64.log_softmax_backward(gd, np.broadcast_to(yd, gd.shape), dim)
+        if gd.ndim and gd.size and gd.dtype == yd.dtype == np.float32:
             return kernels32.log_softmax_backward(gd, np.broadcast_to(yd, gd.shape), dim)
         return gd - np.exp(yd) * _row_sum(gd, dim)
 

@@ -338,42 +338,25 @@ def log_softmax_dim(x: np.ndarray, dim: int) -> np.ndarray:
 
 
 def log_softmax_backward(g: np.ndarray, y: np.ndarray, dim: int) -> np.ndarray:
-    """g - exp(y) * sum(g) along `dim` for float32 or float64 arrays with at least one
-    element and one dim, as PyTorch's CPU kernels compute it: along the last dim
+    """g - exp(y) * sum(g) along `dim` for float32 arrays with at least one element
+    and one dim, as PyTorch's CPU kernels compute it: along the last dim
     (`_vec_log_softmax_backward`) the sum as `vec::reduce_all` adds it and the exp
     of every element SLEEF's; along another dim each position's sum in order from
     +0. and SLEEF's exp in whole vectors of the inner positions, the C library's for
-    the rest; then one fused multiply-add (measured, AVX2: float32 bit-equal; float64
-    keeps NumPy's exp, not SLEEF's)."""
+    the rest; then one fused multiply-add (measured, AVX2: bit-equal). Float64:
+    `softmax64.log_softmax_backward`."""
     dim %= g.ndim
-    f32 = g.dtype == _F32
     with np.errstate(over="ignore", invalid="ignore"):
         if dim == g.ndim - 1:
-            total = (_lanes_sum(g) if f32 else _lanes_sum64(g))[..., np.newaxis]
-            e = sleef_expf(y) if f32 else np.exp(y)
+            total = _lanes_sum(g)[..., np.newaxis]
+            e = sleef_expf(y)
         else:
             total = np.add.accumulate(g, axis=dim).take([-1], axis=dim) + g.dtype.type(0)
-            e = np.exp(y)
-            if f32:
-                inner = g.shape[dim + 1 :]
-                n_inner = int(np.prod(inner))
-                vec = np.arange(n_inner).reshape(inner) < n_inner - n_inner % _LANES
-                e = np.where(vec, sleef_expf(y), rounded(np.exp, y))
+            inner = g.shape[dim + 1 :]
+            n_inner = int(np.prod(inner))
+            vec = np.arange(n_inner).reshape(inner) < n_inner - n_inner % _LANES
+            e = np.where(vec, sleef_expf(y), rounded(np.exp, y))
         return fma(-e, np.broadcast_to(total, e.shape), g)
-
-
-def _lanes_sum64(e: np.ndarray) -> np.ndarray:
-    """`_lanes_sum` for float64: 4 lanes, folded one after the other at the end."""
-    lanes = _LANES // 2
-    n = e.shape[-1]
-    if n < lanes:
-        return np.add.accumulate(e, axis=-1)[..., -1]
-    full = n - n % lanes
-    vecs = e[..., :full].reshape(e.shape[:-1] + (full // lanes, lanes))
-    acc = np.add.accumulate(vecs, axis=-2)[..., -1, :]
-    if n > full:
-        acc[..., : n - full] += e[..., full:]
-    return ((acc[..., 0] + acc[..., 1]) + acc[..., 2]) + acc[..., 3]
 
 
 # --- pow --------------------------------------------------------------------------

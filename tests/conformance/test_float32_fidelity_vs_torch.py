@@ -99,6 +99,16 @@ BOUNDS_F32: dict[str, float] = {
     "mm": 1.0,  # without the mkl package (NumPy); with it 0, see test_mkl_vs_torch.py
 }
 BOUNDS_F64: dict[str, float] = {
+    # SLEEF's double exp, PyTorch's lane order and thread chunks (adcli/autograd/softmax64.py)
+    "softmax(last dim)": 0.0,
+    "softmax(dim 0)": 0.0,
+    "softmax(middle dim)": 0.0,
+    "softmax backward(last dim)": 0.0,
+    "softmax backward(dim 0)": 0.0,
+    # exact on torch's log_softmax (see below); adcli's own float64 log_softmax is not
+    # (its log is NumPy's, not SLEEF's), and the gradient inherits that
+    "log_softmax backward(last dim)": 0.05,
+    "log_softmax backward(dim 0)": 0.01,
     "sum": 0.0,
     "sum(dim)": 0.0,
     "mean": 0.0,
@@ -219,30 +229,36 @@ def _range_rate(name: str, dt: type, seed: int = 0) -> float:
     return bad / total
 
 
-def _softmax_backward(fn: Callable, x: np.ndarray, g: np.ndarray) -> tuple[Any, Any]:
-    """The gradient of fn(x, -1) for the incoming g, by torch and by adcli."""
+def _softmax_backward(fn: Callable, x: np.ndarray, g: np.ndarray, dim: int = -1) -> tuple[Any, Any]:
+    """The gradient of fn(x, dim) for the incoming g, by torch and by adcli."""
     from adcli.autograd.engine import grad
 
     t = torch.from_numpy(x).requires_grad_()
     a = _a(x).requires_grad_()
-    (tg,) = torch.autograd.grad(getattr(torch, fn)(t, -1), t, torch.from_numpy(g))
-    (ag,) = grad(getattr(ops, fn)(a, -1), a, _a(g))
+    (tg,) = torch.autograd.grad(getattr(torch, fn)(t, dim), t, torch.from_numpy(g))
+    (ag,) = grad(getattr(ops, fn)(a, dim), a, _a(g))
     return tg, ag
 
 
-def _softmax_rate(name: str, seed: int = 0) -> float:
+def _softmax_rate(name: str, seed: int = 0, dt: type = np.float32) -> float:
     rng = np.random.default_rng(seed)
     bad = total = 0
     for rows, n in ((50, 1), (50, 3), (50, 8), (50, 9), (50, 17), (20, 100), (4, 1000), (64, 10)):
-        x = (rng.standard_normal((rows, n)) * 3).astype(np.float32)
+        x = (rng.standard_normal((rows, n)) * 3).astype(dt)
         t = torch.from_numpy(x)
         if name == "softmax(last dim)":
             pair = (torch.softmax(t, -1), ops.softmax(_a(x), -1))
         elif name == "softmax(dim 0)":
             pair = (torch.softmax(t, 0), ops.softmax(_a(x), 0))
+        elif name == "softmax(middle dim)":  # positions cut in chunks, one per thread
+            x3 = np.stack([x, x * 2, -x])
+            pair = (torch.softmax(torch.from_numpy(x3), 1), ops.softmax(_a(x3), 1))
         elif name.endswith("backward(last dim)"):
-            g = rng.standard_normal((rows, n)).astype(np.float32)
+            g = rng.standard_normal((rows, n)).astype(dt)
             pair = _softmax_backward(name.split()[0], x, g)
+        elif name.endswith("backward(dim 0)"):
+            g = rng.standard_normal((rows, n)).astype(dt)
+            pair = _softmax_backward(name.split()[0], x, g, 0)
         elif name.startswith("nll_loss"):  # a reduction: one number per case and kind
             y = rng.integers(0, n, rows)
             w = (rng.random(n) * 2).astype(np.float32)
@@ -289,7 +305,7 @@ def rate(name: str, dt: type = np.float32) -> float:
         return _range_rate(name, dt)
     if name in ("dot", "mm"):
         return _linalg_rate(name)
-    return _softmax_rate(name)
+    return _softmax_rate(name, dt=dt)
 
 
 #: PyTorch picks its CPU kernels by instruction set at run time. The bounds above
@@ -320,6 +336,29 @@ def test_float32_mismatch_rate_within_bound(name: str) -> None:
 def test_float64_mismatch_rate_within_bound(name: str) -> None:
     r = rate(name, np.float64)
     assert r <= BOUNDS_F64[name], f"{name}: {r:.4%} of float64 elements differ from torch"
+
+
+@pytest.mark.skipif(
+    CAPABILITY not in ("AVX2", "AVX512"),
+    reason=f"measured against PyTorch's AVX2/AVX512 kernels; here: {CAPABILITY}",
+)
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_float64_softmax_backward_kernels_bit_equal(fn: str) -> None:
+    """The float64 backward kernels of softmax and log_softmax, given torch's own
+    forward result, reproduce torch's gradient bit for bit (fuzz s22final:11231)."""
+    from adcli.autograd import functions
+
+    node = functions.SoftmaxBackwardData if fn == "softmax" else functions.LogSoftmaxBackwardData
+    back = getattr(torch, f"_{fn}_backward_data")
+    rng = np.random.default_rng(11)
+    for shape in ((3,), (7,), (9,), (17,), (5, 19), (4, 1000), (3, 9, 2), (2, 17, 33), (40, 3)):
+        for dim in range(len(shape)):
+            x = rng.standard_normal(shape) * 3
+            g = rng.standard_normal(shape)
+            y = getattr(torch, fn)(torch.from_numpy(x), dim)
+            want = back(torch.from_numpy(g), y, dim, torch.float64).numpy()
+            got = node.apply(_a(g), _a(y.numpy()), dim=dim).data_
+            assert np.array_equal(got.view(np.int64), want.view(np.int64)), (shape, dim)
 
 
 def test_polynomial_training_prints_torch_digits() -> None:
