@@ -48,15 +48,6 @@ DELIBERATE: tuple[Divergence, ...] = (
         "sum, expand and as_strided gradients are views, as PyTorch's).",
         side="torch",
     ),
-    Divergence(
-        "expanded-0d-inplace",
-        "error-missing",
-        r"more than one element of the written-to tensor refers to a single memory",
-        "An in-place op through an expanded view of a 0-d tensor: PyTorch records it on the "
-        "base and its backward then refuses to write through the overlapping view; adcli "
-        "changes the values but cannot place the view in a 0-d base, so records nothing.",
-        side="torch",
-    ),
 )
 
 
