@@ -27,8 +27,7 @@ import math
 
 import numpy as np
 
-from .kernels32 import _fma64, cpu_capability, vector_lanes
-from .summation import threads
+from .kernels32 import _fma64, cpu_capability, vector_lanes, vector_positions
 
 # SLEEF's expd_u10 (FMA build): exp(d) = 2**q * exp(s), s = d - q * ln 2 with ln 2
 # split in two; exp(s) by a degree-10 polynomial in Estrin's scheme, then three
@@ -125,29 +124,6 @@ def _lanes_sum(e: np.ndarray) -> np.ndarray:
     return _fold(acc)
 
 
-def _vector_positions(outer: int, inner: int) -> np.ndarray:
-    """True for each (outer, inner) position that `_vec_softmax` computes in a whole
-    vector: its `parallel_for` cuts the positions in one equal chunk per thread, and
-    in a chunk takes a vector where that many positions are left in the chunk and in
-    the row."""
-    total = outer * inner
-    lanes = _lanes()
-    nthreads = max(1, min(threads(), total))
-    chunk = -(-total // nthreads)
-    vec = np.zeros(total, bool)
-    for begin in range(0, total, chunk):
-        end = min(begin + chunk, total)
-        idx = begin
-        while idx < end:
-            inner_idx = idx % inner
-            if inner_idx + lanes <= inner and idx + lanes <= end:
-                vec[idx : idx + lanes] = True
-                idx += lanes
-            else:  # the rest of the chunk or of the row, one at a time
-                idx += min(end - idx, inner - inner_idx)
-    return vec.reshape(outer, inner)
-
-
 def softmax(x: np.ndarray, dim: int) -> np.ndarray:
     """exp(x - max) / sum along `dim` of a float64 x with at least one element and one
     dim, as PyTorch's CPU kernels compute it (see the module's docstring)."""
@@ -160,7 +136,8 @@ def softmax(x: np.ndarray, dim: int) -> np.ndarray:
         outer = math.prod(x.shape[:dim])
         inner = math.prod(x.shape[dim + 1 :])
         d3 = d.reshape(outer, x.shape[dim], inner)
-        vec = np.broadcast_to(_vector_positions(outer, inner)[:, np.newaxis, :], d3.shape)
+        positions = vector_positions(outer, inner, _lanes())
+        vec = np.broadcast_to(positions[:, np.newaxis, :], d3.shape)
         e = np.empty_like(d3)
         e[vec] = sleef_exp(d3[vec])
         e[~vec] = _libm_exp(d3[~vec])
