@@ -1628,9 +1628,7 @@ def _view_of(base: Tensor, out: Tensor, creation: int = 0) -> Tensor:
     out._vc = base._vc
     out._base = base._base if base._base is not None else base
     out._view_version = base._vc[0]
-    if out.data_.dtype.kind not in "fc":
-        out._creation = 0  # a view of an integer or bool tensor is not a differentiable one
-    elif not grad_mode.state.enabled:
+    if not grad_mode.state.enabled:
         out._creation = VIEW_NO_GRAD
     else:  # a view of a restricted view is restricted the same way
         out._creation = creation or base._creation
@@ -2538,10 +2536,16 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         _check_copy_shape(v, a.data_[idx if isinstance(idx, tuple) else (idx,)].shape)
     if type(a._vc) is ZeroCounter:
         _refuse_zero_write(a, idx, v, sliced, whole)
-    # a copy_ of a tensor (not 0-d: that is a fill_) into a non-float tensor that does
-    # not require grad records nothing, so PyTorch checks nothing
+    # a copy_ of a tensor into a non-float tensor that does not require grad records
+    # nothing, so PyTorch checks nothing; a 0-d value is a fill_ (which records) unless
+    # the place written has its shape, which is a copy_ again
     untracked = sliced and a.data_.dtype.kind not in "fc" and not a.requires_grad
-    if grad_mode.state.enabled and not (untracked and v is not None and v.data_.ndim):
+    copies = (
+        untracked
+        and v is not None
+        and (v.data_.ndim or a.data_[idx if isinstance(idx, tuple) else (idx,)].ndim == 0)
+    )
+    if grad_mode.state.enabled and not (untracked and copies):
         # PyTorch's check_inplace: a restricted view's error first, then the leaf's
         if a._creation and sliced and not whole:
             # PyTorch writes through a view `a[index]`, which is the one it names (a 0-d
