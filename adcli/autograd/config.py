@@ -11,7 +11,14 @@ def _default_warn(message: str) -> None:
 
 
 class _Config:
-    __slots__ = ("warn", "max_numel", "max_tensor_bytes", "record_inputs", "anomaly_mode")
+    __slots__ = (
+        "warn",
+        "max_numel",
+        "max_tensor_bytes",
+        "record_inputs",
+        "anomaly_mode",
+        "forward_trace",
+    )
 
     def __init__(self) -> None:
         # Called with PyTorch's UserWarning text; a host can route it elsewhere.
@@ -27,6 +34,9 @@ class _Config:
         # Whether anomaly detection is on (set by adcli.autograd.anomaly): it changes the hint
         # of PyTorch's in-place error.
         self.anomaly_mode: bool = False
+        # A host's traceback of the script's frames (PyTorch's "Traceback of forward call"),
+        # asked for each node made while anomaly detection is on; None: no host.
+        self.forward_trace: Callable[[], str | None] | None = None
 
 
 config = _Config()

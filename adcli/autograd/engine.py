@@ -24,7 +24,7 @@ from . import grad_mode
 from . import tensor as _tensor_module
 from .config import config
 from .hookresults import single_result, tuple_result
-from .node import AccumulateGrad, Freed, Function, Node
+from .node import AccumulateGrad, Freed, Function, Node, forward_traces
 from .tensor import ZERO_IMMUTABLE, Size, Tensor, ZeroCounter
 
 _tensor_module.engine = sys.modules[__name__]  # x.backward() (tensor.py cannot import this)
@@ -374,6 +374,7 @@ def _run(
         # usual case): it runs next without a heap push and pop.
         single: Node | None = None
         heappush, heappop = heapq.heappush, heapq.heappop
+        node = None
         while True:
             if single is not None:
                 node, single = single, None
@@ -489,10 +490,34 @@ def _run(
                     through is None or node in through or (captured is None and node in needed)
                 ):
                     node.release(freed)
+    except Exception:
+        if config.anomaly_mode and node is not None:
+            _report_anomaly(node)
+        raise
     finally:
         grad_mode.state.enabled = prev_mode
     if event.kind == "backward":
         _notify(event)
+
+
+_TRIGGERED = " (Triggered internally at /__w/pytorch/pytorch/torch/csrc/autograd/"
+
+
+def _report_anomaly(node: Node) -> None:
+    """PyTorch's anomaly-mode warning when a node's backward fails: where the script
+    made that node, when detection was on as it did."""
+    trace = forward_traces.get(node)
+    if trace:
+        config.warn(
+            f"Error detected in {node.name()}. Traceback of forward call that caused the "
+            f"error:\n{trace}{_TRIGGERED}python_anomaly_mode.cpp:122.)"
+        )
+    else:
+        config.warn(
+            f"Error detected in {node.name()}. No forward pass information available. "
+            "Enable detect anomaly during forward pass for more information."
+            f"{_TRIGGERED}python_anomaly_mode.cpp:100.)"
+        )
 
 
 def _n_outputs(node: Node) -> int:

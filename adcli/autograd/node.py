@@ -35,6 +35,11 @@ FREED_MESSAGE = (
 _sequence = itertools.count()
 
 
+# Where anomaly mode saw each node made (the host's text of the script's stack), for
+# PyTorch's "Error detected in ..." warning when that node's backward fails.
+forward_traces: weakref.WeakKeyDictionary[Node, str | None] = weakref.WeakKeyDictionary()
+
+
 class SavedTensorError(RuntimeError):
     """PyTorch's RuntimeError about saved tensors, carrying the node involved (and, for
     an in-place change, the version counter) so a host can name the script's lines."""
@@ -493,6 +498,8 @@ class Function(Node):
         ctx.pre_hooks = None
         ctx.retained = None
         ctx._label = None
+        if _config.anomaly_mode and _config.forward_trace is not None:
+            forward_traces[ctx] = _config.forward_trace()  # anomaly mode keeps the stack
         if _config.record_inputs:  # adcli.symbolic (opt-in): operands/params for formulas
             ctx.sym_inputs = tuple(
                 SavedTensor(t) if isinstance(t, Tensor) and not t._requires_grad else None

@@ -154,6 +154,7 @@ class Session:
         engine_config.config.max_numel = self.options.max_numel
         engine_config.config.max_tensor_bytes = self.options.max_tensor_memory or None
         engine_config.config.warn = self._warn
+        engine_config.config.forward_trace = self._forward_trace
         engine.listeners[:] = [self._on_backward]
 
     def run_text(self, text: str, path: str, *, interactive: bool = False) -> None:
@@ -186,6 +187,19 @@ class Session:
             engine.listeners.remove(self._on_backward)
         if engine_config.config.warn == self._warn:
             engine_config.config.warn = engine_config._default_warn
+        if engine_config.config.forward_trace == self._forward_trace:
+            engine_config.config.forward_trace = None
+
+    def _forward_trace(self) -> str | None:
+        """The script's stack as Python's traceback prints it, for anomaly mode."""
+        return (
+            "".join(
+                f'  File "{e.source.path}", line {e.span.line}, in {e.name}\n'
+                f"    {e.source.line_text(e.span.line).strip()}\n"
+                for e in self.interp.stack()
+            )
+            or None
+        )
 
     def dispose(self) -> None:
         """End the session: drop the script's names now. The evaluator and this

@@ -307,6 +307,22 @@ class Interpreter:
             return self._fixed_span[1] if self._fixed_span else None
         return found[1][0]
 
+    def stack(self) -> list[TraceEntry]:
+        """The running script frames, outermost first, each at the statement it is
+        running and named as Python's traceback names it (anomaly mode's forward
+        trace)."""
+        out = []
+        f = sys._getframe(1)
+        while f is not None:
+            code = f.f_code
+            if code in self._codes:
+                span, src = self._span_at(code, f.f_lasti)
+                if span is not None:
+                    out.append(TraceEntry(code.co_name, span, src))
+            f = f.f_back
+        out.reverse()
+        return out
+
     # ----------------------------------------------------------- internals
 
     def _frame(self) -> Any:

@@ -872,3 +872,60 @@ def test_scalar_conversion_warning_once_per_run(tmp_path: Path) -> None:
     The warning names the line of the call, inside a statement over several lines."""
     ad = _run_both(tmp_path / "floats.ad", _FLOATS)
     assert ad.stderr.count("UserWarning") == 1
+
+
+_ANOMALY = """import torch
+def f(x):
+    return x.sqrt()
+with torch.autograd.detect_anomaly():
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    y = [f(v) for v in [x]][0] * 2
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        print(e)
+x = torch.tensor([-1.0, 4.0], requires_grad=True)
+y = torch.cat([x.sqrt(), x])
+with torch.autograd.detect_anomaly(check_nan=False):
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        print(e)
+with torch.autograd.set_detect_anomaly(True):
+    z = (x * 3).exp()
+z.register_hook(lambda g: g / 0 * 0)
+with torch.autograd.set_detect_anomaly(True):
+    try:
+        z.sum().backward()
+    except RuntimeError as e:
+        print(e)
+"""
+
+
+def _anomaly_warnings(stderr: str) -> list[str]:
+    """The "Error detected in" warnings' texts, each from its message to PyTorch's
+    "Triggered internally" part (where each library says the warning came from
+    differs: PyTorch names its own graph.py)."""
+    return re.findall(
+        r"UserWarning: (Error detected in .*?\(Triggered internally at [^)]*\))", stderr, re.S
+    )
+
+
+def test_anomaly_mode_names_where_the_failing_node_was_made(tmp_path: Path) -> None:
+    """When a backward fails with anomaly detection on, PyTorch warns with the script's
+    stack where the failing node was made (or that no forward information was kept,
+    when detection was off then), as adcli does."""
+    script = tmp_path / "anomaly.ad"
+    script.write_text(_ANOMALY)
+    pt = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert pt.returncode == 0, pt.stderr
+    code, out, err = run_adcli(_ANOMALY, name=str(script))
+    assert code == 0, err
+    assert out == pt.stdout
+    expected = _anomaly_warnings(pt.stderr)
+    assert len(expected) == 3
+    assert _anomaly_warnings(err) == expected
