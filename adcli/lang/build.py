@@ -1,4 +1,11 @@
-"""Parse tree (Lark) -> AST (adcli.lang.ast), without recursion.
+"""Parse tree (Lark) -> Python's own `ast` nodes, without recursion.
+
+The tree this builds is the script as Python would parse it (`ast.Module`),
+every node placed at the script's line and column (columns count characters).
+`adcli.lang.compiler` then turns it into the guarded module CPython runs.
+Where the grammar cannot refuse something Python's parser does (assigning to
+a call, a keyword argument repeated, a bad f-string...), this module refuses
+it with Python's wording.
 
 `Builder.build` walks the Lark tree with an explicit stack (post-order), so
 trees of any depth convert; left-associative operator chains arrive flat from
@@ -6,13 +13,13 @@ the grammar and become left-deep `BinOp`s in a loop. f-string fields are
 parsed here too, through the `parse_expr` callback the parser supplies.
 
 `validate` then checks what the grammar cannot: `return`/`break`/`continue`
-placement and how deeply expressions nest (the evaluator recurses over
+placement and how deeply expressions nest (the compiler recurses over
 nesting, so it is bounded here with a clear error instead of a crash).
 """
 
 from __future__ import annotations
 
-import ast as pyast
+import ast as py
 import re
 import unicodedata
 import warnings
@@ -21,11 +28,10 @@ from typing import Any
 
 from lark import Token, Tree
 
-from adcli.lang import ast
 from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.source import Source, Span
 
-__all__ = ["Builder", "validate", "MAX_NESTING"]
+__all__ = ["Builder", "validate", "span_of", "place", "is_elif", "MAX_NESTING"]
 
 # Deepest nesting of expressions/blocks a script may have. Flat chains
 # (a + b + c, x.f().g[0], if/elif) do not count, parentheses alone do not count.
@@ -34,37 +40,88 @@ MAX_NESTING = 1500
 # What Python's compiler adds to the digit-limit error for an integer literal.
 _HEX_HINT = " - Consider hexadecimal for huge integer literals to avoid decimal conversion limits."
 
-ParseExpr = Callable[[str, int, int], ast.Node]
+ParseExpr = Callable[[str, int, int], py.expr]
+
+# The operators by their source text.
+BINOPS: dict[str, type[py.operator]] = dict(
+    zip(
+        "+ - * / // % ** @ & | ^".split(),
+        (py.Add, py.Sub, py.Mult, py.Div, py.FloorDiv, py.Mod, py.Pow, py.MatMult)
+        + (py.BitAnd, py.BitOr, py.BitXor),
+        strict=True,
+    )
+)
+UNARY: dict[str, type[py.unaryop]] = {"-": py.USub, "+": py.UAdd, "~": py.Invert, "not": py.Not}
+COMPARE: dict[str, type[py.cmpop]] = dict(
+    zip(
+        ("<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not"),
+        (py.Lt, py.LtE, py.Gt, py.GtE, py.Eq, py.NotEq, py.In, py.NotIn, py.Is, py.IsNot),
+        strict=True,
+    )
+)
+# ... and the source text of each operator class (the compiler's vocabulary).
+TEXT: dict[type, str] = {
+    cls: text for table in (BINOPS, UNARY, COMPARE) for text, cls in table.items()
+}
+
+
+def span_of(node: Any) -> Span:
+    """The script span of a positioned node."""
+    return Span(node.lineno, node.col_offset + 1, node.end_lineno, node.end_col_offset + 1)
+
+
+def place(node: Any, span: Span) -> Any:
+    """Position `node` at `span` (columns are 0-based in Python's nodes); return it."""
+    node.lineno = span.line
+    node.col_offset = span.column - 1
+    node.end_lineno = span.end_line
+    node.end_col_offset = span.end_column - 1
+    return node
+
+
+def is_elif(node: py.AST) -> bool:
+    """Is `node` the `If` of an ``elif`` (placed at its test: see `Builder.r_if_stmt`)?"""
+    if type(node) is not py.If:
+        return False
+    test = node.test
+    return (node.lineno, node.col_offset) == (test.lineno, test.col_offset)  # type: ignore[attr-defined]
 
 
 class _Suite:
-    """A block of statements plus where it started (for header spans)."""
+    """A block of statements (for header spans)."""
 
-    __slots__ = ("stmts", "line", "column")
-
-    def __init__(self, stmts: tuple, line: int, column: int) -> None:
-        self.stmts = stmts
-        self.line = line
-        self.column = column
-
-
-class _Else:
     __slots__ = ("stmts",)
 
-    def __init__(self, stmts: tuple) -> None:
+    def __init__(self, stmts: list) -> None:
         self.stmts = stmts
 
 
-class _Finally(_Else):
+class _Else(_Suite):
+    __slots__ = ()
+
+
+class _Finally(_Suite):
     __slots__ = ()
 
 
 class _CompIf:
     __slots__ = ("cond", "rest")
 
-    def __init__(self, cond: ast.Node, rest: object) -> None:
+    def __init__(self, cond: py.expr, rest: object) -> None:
         self.cond = cond
         self.rest = rest
+
+
+class _Param:
+    """A parameter before its kind is known from its place (see `Builder._params`)."""
+
+    __slots__ = ("name", "kind", "default", "span")
+
+    def __init__(self, name: str, kind: str, default: py.expr | None, span: Span) -> None:
+        self.name = name
+        self.kind = kind  # "pos", "vararg" (a bare * has no name), "kwarg"
+        self.default = default
+        self.span = span
 
 
 _SIMPLE_ESCAPES = {
@@ -85,26 +142,27 @@ _ESCAPE = re.compile(
 )
 
 _TARGET_WORDS = {
-    ast.Call: "function call",
-    ast.BinOp: "expression",
-    ast.UnaryOp: "expression",
-    ast.BoolOp: "expression",
-    ast.Compare: "comparison",
-    ast.IfExp: "conditional expression",
-    ast.Lambda: "lambda",
-    ast.FString: "f-string expression",
-    ast.DictExpr: "dict literal",
-    ast.ListComp: "list comprehension",
-    ast.DictComp: "dict comprehension",
-    ast.GeneratorExp: "generator expression",
-    ast.Slice: "slice",
-    ast.TupleExpr: "tuple",  # (augmented assignment: other targets unpack tuples and lists)
-    ast.ListExpr: "list",
+    py.Call: "function call",
+    py.BinOp: "expression",
+    py.UnaryOp: "expression",
+    py.BoolOp: "expression",
+    py.Compare: "comparison",
+    py.IfExp: "conditional expression",
+    py.Lambda: "lambda",
+    py.JoinedStr: "f-string expression",
+    py.Dict: "dict literal",
+    py.ListComp: "list comprehension",
+    py.DictComp: "dict comprehension",
+    py.GeneratorExp: "generator expression",
+    py.Slice: "slice",
+    py.Tuple: "tuple",  # (augmented assignment: other targets unpack tuples and lists)
+    py.List: "list",
 }
+_STORABLE = (py.Name, py.Attribute, py.Subscript)
 
 
-def _target_word(node: ast.Node) -> str:
-    if isinstance(node, ast.Constant):
+def _target_word(node: py.AST) -> str:
+    if isinstance(node, py.Constant):
         if node.value is None or node.value is True or node.value is False:
             return repr(node.value)
         if node.value is Ellipsis:
@@ -113,8 +171,11 @@ def _target_word(node: ast.Node) -> str:
     return _TARGET_WORDS.get(type(node), "expression")
 
 
+_LOAD = py.Load()
+
+
 class Builder:
-    """Converts one Lark parse tree into AST nodes.
+    """Converts one Lark parse tree into Python `ast` nodes placed in the script.
 
     `line_base`/`column_base` place a sub-parse (an f-string field, parsed as
     ``(expr)``) back at its position in the real script.
@@ -131,7 +192,8 @@ class Builder:
         self.parse_expr = parse_expr
         self.line_base = line_base
         self.column_base = column_base
-        self._handlers: dict[str, Callable[[Any, list], Any]] = {}
+        self._bare: set[int] = set()  # generator expressions written without parentheses
+        self._handlers: dict[str, Callable[[list], Any]] = {}
         for name in dir(self):
             if name.startswith("r_"):
                 self._handlers[name[2:]] = getattr(self, name)
@@ -156,11 +218,13 @@ class Builder:
         """Where `x` (a token, node, block, span or list of them) starts, or ends."""
         if type(x) is Token:
             return self.pos(x.end_line, x.end_column) if end else self.pos(x.line, x.column)  # type: ignore[attr-defined]
-        if isinstance(x, ast.Node):
+        if isinstance(x, _Param):
             x = x.span
         if type(x) is Span:
             return (x.end_line, x.end_column) if end else (x.line, x.column)  # type: ignore[attr-defined]
-        if isinstance(x, (_Suite, _Else)):
+        if isinstance(x, py.AST) and hasattr(x, "lineno"):
+            return (x.end_lineno, x.end_col_offset + 1) if end else (x.lineno, x.col_offset + 1)  # type: ignore[attr-defined, operator]
+        if isinstance(x, _Suite):
             x = x.stmts
         if isinstance(x, (list, tuple)):
             for y in reversed(x) if end else x:
@@ -176,8 +240,13 @@ class Builder:
             return Span(1, 1, 1, 2)
         return Span(start[0], start[1], end[0], end[1])
 
-    def error(self, message: str, span: Span) -> ScriptSyntaxError:
-        """A syntax error at `span` of this builder's source."""
+    def at(self, node: Any, c: list) -> Any:
+        """`node` placed from the first to the last positioned item of `c`."""
+        return place(node, self.cspan(c))
+
+    def error(self, message: str, where: Any) -> ScriptSyntaxError:
+        """A syntax error at `where` (a span or a node) of this builder's source."""
+        span = where if type(where) is Span else span_of(where)
         return ScriptSyntaxError(message, span, self.source)
 
     # ------------------------------------------------------------- the walk
@@ -195,7 +264,7 @@ class Builder:
                 n = len(node.children)
                 args = out[len(out) - n :]
                 del out[len(out) - n :]
-                out.append(handlers[node.data](node.meta, args))
+                out.append(handlers[node.data](args))
             else:
                 stack.append((node, True))
                 stack.extend((c, False) for c in reversed(node.children))
@@ -203,389 +272,374 @@ class Builder:
 
     # ----------------------------------------------------------- statements
 
-    def r_start(self, meta: Any, c: list) -> ast.Module:
-        end = self.source.line_count or 1
-        span = Span(1, 1, end, len(self.source.line_text(end)) + 1)
-        return ast.Module(tuple(c), self.source, span)
+    def r_start(self, c: list) -> py.Module:
+        module = py.Module(body=c, type_ignores=[])
+        module.source = self.source  # type: ignore[attr-defined]
+        return module
 
-    def r_eval_input(self, meta: Any, c: list) -> ast.Node:
+    def r_eval_input(self, c: list) -> py.expr:
         return c[0]
 
-    def r_suite(self, meta: Any, c: list) -> _Suite:
-        first = c[0].span
-        return _Suite(tuple(c), first.line, first.column)
+    def r_suite(self, c: list) -> _Suite:
+        return _Suite(c)
 
-    def _block_span(self, keyword: Token, last: object) -> Span:
-        """From the statement's keyword to the end of its last body statement."""
-        return self.cspan([keyword, last])
+    def r_expr_stmt(self, c: list) -> py.Expr:
+        return self.at(py.Expr(value=c[0]), c)
 
-    def r_expr_stmt(self, meta: Any, c: list) -> ast.ExprStmt:
-        return ast.ExprStmt(c[0], self.cspan(c))
-
-    def r_assign_stmt(self, meta: Any, c: list) -> ast.Assign:
+    def r_assign_stmt(self, c: list) -> py.Assign:
         *targets, value = c
         for t in targets:
             self._check_target(t, "assign", direct=len(targets) == 1)
-        return ast.Assign(tuple(targets), value, self.cspan(c))
+        return self.at(py.Assign(targets=targets, value=value, type_comment=None), c)
 
-    def r_augop(self, meta: Any, c: list) -> str:
+    def r_augop(self, c: list) -> str:
         return str(c[0])[:-1]
 
-    def r_augassign_stmt(self, meta: Any, c: list) -> ast.AugAssign:
+    def r_augassign_stmt(self, c: list) -> py.AugAssign:
         target, op, value = c
-        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+        if not isinstance(target, _STORABLE):
             raise self.error(
                 f"'{_target_word(target)}' is an illegal expression for augmented assignment",
-                target.span,
+                target,
             )
-        return ast.AugAssign(target, op, value, self.cspan(c))
+        target.ctx = py.Store()
+        return self.at(py.AugAssign(target=target, op=BINOPS[op](), value=value), c)
 
-    def r_pass_stmt(self, meta: Any, c: list) -> ast.Pass:
-        return ast.Pass(self.cspan(c))
+    def r_pass_stmt(self, c: list) -> py.Pass:
+        return self.at(py.Pass(), c)
 
-    def r_break_stmt(self, meta: Any, c: list) -> ast.Break:
-        return ast.Break(self.cspan(c))
+    def r_break_stmt(self, c: list) -> py.Break:
+        return self.at(py.Break(), c)
 
-    def r_continue_stmt(self, meta: Any, c: list) -> ast.Continue:
-        return ast.Continue(self.cspan(c))
+    def r_continue_stmt(self, c: list) -> py.Continue:
+        return self.at(py.Continue(), c)
 
-    def r_return_stmt(self, meta: Any, c: list) -> ast.Return:
-        return ast.Return(c[1], self.cspan(c))
+    def r_return_stmt(self, c: list) -> py.Return:
+        return self.at(py.Return(value=c[1]), c)
 
-    def r_raise_stmt(self, meta: Any, c: list) -> ast.Raise:
-        return ast.Raise(c[1], c[2], self.cspan(c))
+    def r_raise_stmt(self, c: list) -> py.Raise:
+        return self.at(py.Raise(exc=c[1], cause=c[2]), c)
 
-    def r_global_stmt(self, meta: Any, c: list) -> ast.Global:
-        return ast.Global(tuple(str(t) for t in c[1:]), self.cspan(c))
+    def r_global_stmt(self, c: list) -> py.Global:
+        return self.at(py.Global(names=[str(t) for t in c[1:]]), c)
 
-    def r_nonlocal_stmt(self, meta: Any, c: list) -> ast.Nonlocal:
-        return ast.Nonlocal(tuple(str(t) for t in c[1:]), self.cspan(c))
+    def r_nonlocal_stmt(self, c: list) -> py.Nonlocal:
+        return self.at(py.Nonlocal(names=[str(t) for t in c[1:]]), c)
 
-    def r_del_stmt(self, meta: Any, c: list) -> ast.Delete:
+    def r_del_stmt(self, c: list) -> py.Delete:
         target = c[1]
-        targets = target.elts if isinstance(target, ast.TupleExpr) else (target,)
+        targets = target.elts if type(target) is py.Tuple else [target]
         for t in targets:
             self._check_target(t, "delete")
-        return ast.Delete(tuple(targets), self.cspan(c))
+        return self.at(py.Delete(targets=targets), c)
 
-    def r_assert_stmt(self, meta: Any, c: list) -> ast.Assert:
-        return ast.Assert(c[1], c[2], self.cspan(c))
+    def r_assert_stmt(self, c: list) -> py.Assert:
+        return self.at(py.Assert(test=c[1], msg=c[2]), c)
 
-    def r_dotted_name(self, meta: Any, c: list) -> tuple[str, Span]:
+    def r_dotted_name(self, c: list) -> tuple[str, Span]:
         return ".".join(str(t) for t in c), self.cspan(c)
 
-    def r_dotted_as_name(self, meta: Any, c: list) -> ast.Alias:
+    def r_dotted_as_name(self, c: list) -> py.alias:
         (name, _), asname = c
-        return ast.Alias(name, str(asname) if asname is not None else None, self.cspan(c))
+        return self.at(py.alias(name=name, asname=str(asname) if asname else None), c)
 
-    def r_import_as_name(self, meta: Any, c: list) -> ast.Alias:
+    def r_import_as_name(self, c: list) -> py.alias:
         name, asname = c
-        return ast.Alias(str(name), str(asname) if asname is not None else None, self.cspan(c))
+        return self.at(py.alias(name=str(name), asname=str(asname) if asname else None), c)
 
-    def r_import_star(self, meta: Any, c: list) -> str:
-        return "*"
+    def r_import_star(self, c: list) -> py.alias:
+        return self.at(py.alias(name="*", asname=None), c)
 
-    def r_import_stmt(self, meta: Any, c: list) -> ast.Import:
-        return ast.Import(tuple(c[1:]), self.cspan(c))
+    def r_import_stmt(self, c: list) -> py.Import:
+        return self.at(py.Import(names=c[1:]), c)
 
-    def r_import_from(self, meta: Any, c: list) -> ast.ImportFrom:
+    def r_import_from(self, c: list) -> py.ImportFrom:
         module, _ = c[1]
-        names = tuple(x for x in c[2:] if isinstance(x, ast.Alias))
-        star = "*" in c[2:]
-        return ast.ImportFrom(module, names, star, self.cspan(c))
+        names = [a for a in c[2:] if a is not None]
+        return self.at(py.ImportFrom(module=module, names=names, level=0), c)
 
-    def r_elif_clause(self, meta: Any, c: list) -> tuple:
+    def r_elif_clause(self, c: list) -> tuple:
         return (c[0], c[1].stmts)
 
-    def r_else_clause(self, meta: Any, c: list) -> _Else:
+    def r_else_clause(self, c: list) -> _Else:
         return _Else(c[0].stmts)
 
-    def r_finally_clause(self, meta: Any, c: list) -> _Finally:
+    def r_finally_clause(self, c: list) -> _Finally:
         return _Finally(c[0].stmts)
 
-    def r_if_stmt(self, meta: Any, c: list) -> ast.If:
-        keyword = c[0]
-        tests = [c[1]]
-        bodies = [c[2].stmts]
-        orelse: tuple = ()
-        for item in c[3:]:
-            if isinstance(item, tuple):
-                tests.append(item[0])
-                bodies.append(item[1])
-            elif isinstance(item, _Else):
-                orelse = item.stmts
-        last = orelse[-1] if orelse else bodies[-1][-1]
-        return ast.If(tuple(tests), tuple(bodies), orelse, self._block_span(keyword, last))
+    def r_if_stmt(self, c: list) -> py.If:
+        # An `elif` is an If in the orelse of the one before, placed at its test:
+        # the whole chain is one statement, as the `if` keyword's (see is_elif).
+        keyword, test, body, *rest = c
+        clauses = [(test, body.stmts)] + [x for x in rest if type(x) is tuple]
+        orelse = next((x.stmts for x in rest if isinstance(x, _Else)), [])
+        last = orelse[-1] if orelse else clauses[-1][1][-1]
+        for test, stmts in reversed(clauses[1:]):
+            orelse = [place(py.If(test=test, body=stmts, orelse=orelse), span_of(test))]
+        node = py.If(test=clauses[0][0], body=clauses[0][1], orelse=orelse)
+        return self.at(node, [keyword, last])
 
-    def r_while_stmt(self, meta: Any, c: list) -> ast.While:
+    def r_while_stmt(self, c: list) -> py.While:
         keyword, test, body, orelse = c
-        stmts = orelse.stmts if orelse is not None else ()
-        span = self._block_span(keyword, orelse or body)
-        return ast.While(test, body.stmts, stmts, span)
+        node = py.While(test=test, body=body.stmts, orelse=orelse.stmts if orelse else [])
+        return self.at(node, [keyword, orelse or body])
 
-    def r_for_stmt(self, meta: Any, c: list) -> ast.For:
+    def r_for_stmt(self, c: list) -> py.For:
         keyword, target, it, body, orelse = c
         self._check_target(target, "for")
-        stmts = orelse.stmts if orelse is not None else ()
-        span = self._block_span(keyword, orelse or body)
-        return ast.For(target, it, body.stmts, stmts, span)
+        stmts = orelse.stmts if orelse is not None else []
+        node = py.For(target=target, iter=it, body=body.stmts, orelse=stmts, type_comment=None)
+        return self.at(node, [keyword, orelse or body])
 
-    def r_except_clause(self, meta: Any, c: list) -> ast.ExceptHandler:
+    def r_except_clause(self, c: list) -> py.ExceptHandler:
         keyword, typ, name, body = c
-        return ast.ExceptHandler(
-            typ,
-            str(name) if name is not None else None,
-            body.stmts,
-            self._block_span(keyword, body),
-        )
+        node = py.ExceptHandler(type=typ, name=str(name) if name else None, body=body.stmts)
+        return self.at(node, [keyword, body])
 
-    def r_try_stmt(self, meta: Any, c: list) -> ast.Try:
-        keyword = c[0]
-        c = c[1:]
-        body = c[0].stmts
-        handlers = tuple(x for x in c[1:] if isinstance(x, ast.ExceptHandler))
-        orelse: tuple = ()
-        final: tuple = ()
-        last: object = c[0]
-        for x in c[1:]:
-            if x is not None:
-                last = x
-            if isinstance(x, _Finally):
-                final = x.stmts
-            elif isinstance(x, _Else):
-                orelse = x.stmts
-        if isinstance(last, ast.ExceptHandler):
-            last = last.body[-1]
-        return ast.Try(body, handlers, orelse, final, self._block_span(keyword, last))
+    def r_try_stmt(self, c: list) -> py.Try:
+        keyword, body, *rest = c
+        handlers = [x for x in rest if type(x) is py.ExceptHandler]
+        orelse = next((x.stmts for x in rest if type(x) is _Else), [])
+        final = next((x.stmts for x in rest if type(x) is _Finally), [])
+        last = [x for x in rest if x is not None][-1]
+        node = py.Try(body=body.stmts, handlers=handlers, orelse=orelse, finalbody=final)
+        return self.at(node, [keyword, last.body if type(last) is py.ExceptHandler else last])
 
-    def r_with_item(self, meta: Any, c: list) -> ast.WithItem:
+    def r_with_item(self, c: list) -> py.withitem:
         context, target = c
         if target is not None:
             self._check_target(target, "with")
-        return ast.WithItem(context, target, self.cspan(c))
+        return py.withitem(context_expr=context, optional_vars=target)
 
-    def r_with_stmt(self, meta: Any, c: list) -> ast.With:
+    def r_with_stmt(self, c: list) -> py.With:
         keyword, *items, body = c
-        return ast.With(tuple(items), body.stmts, self._block_span(keyword, body))
+        return self.at(py.With(items=items, body=body.stmts, type_comment=None), [keyword, body])
 
-    def r_param(self, meta: Any, c: list) -> ast.Param:
+    def r_param(self, c: list) -> _Param:
         # def: NAME [":" ann] ["=" default]; lambda: NAME ["=" default]
-        return ast.Param(str(c[0]), "pos", c[-1] if len(c) > 1 else None, self.cspan(c))
+        return _Param(str(c[0]), "pos", c[-1] if len(c) > 1 else None, self.cspan(c))
 
-    def r_star_param(self, meta: Any, c: list) -> ast.Param:
-        name = c[1] if len(c) > 1 else None
-        return ast.Param(str(name) if name is not None else "", "vararg", None, self.cspan(c))
+    def r_star_param(self, c: list) -> _Param:
+        name = str(c[1]) if len(c) > 1 and c[1] is not None else ""
+        return _Param(name, "vararg", None, self.cspan(c))
 
-    def r_dstar_param(self, meta: Any, c: list) -> ast.Param:
-        return ast.Param(str(c[1]), "kwarg", None, self.cspan(c))
+    def r_dstar_param(self, c: list) -> _Param:
+        return _Param(str(c[1]), "kwarg", None, self.cspan(c))
 
-    def r_parameters(self, meta: Any, c: list) -> list:
+    def r_parameters(self, c: list) -> list:
         return c
 
     r_lambda_params = r_parameters
 
-    def _params(self, raw: list | None) -> tuple[ast.Param, ...]:
-        """Give parameters their kinds and check Python's ordering rules."""
-        if not raw:
-            return ()
-        out = []
+    def _params(self, raw: list | None) -> py.arguments:
+        """Python's `arguments` for a parameter list, checking Python's ordering rules."""
+        args: list[py.arg] = []
+        defaults: list[py.expr] = []
+        kwonly: list[py.arg] = []
+        kw_defaults: list[py.expr | None] = []
+        vararg = kwarg = star = None
         seen: set[str] = set()
-        star = None
-        kwarg = False
-        seen_default = False
-        for p in raw:
-            if kwarg:
+        for p in raw or ():
+            if kwarg is not None:
                 raise self.error("arguments cannot follow var-keyword argument", p.span)
             if p.name and p.name in seen:
                 raise self.error(f"duplicate argument '{p.name}' in function definition", p.span)
             seen.add(p.name)
+            arg = place(py.arg(arg=p.name, annotation=None, type_comment=None), p.span)
             if p.kind == "vararg":
                 if star is not None:
                     raise self.error("* argument may appear only once", p.span)
-                star = p
+                star, vararg = p, arg if p.name else None
             elif p.kind == "kwarg":
-                kwarg = True
+                kwarg = arg
             elif star is not None:
-                p = ast.replace(p, kind="kwonly")
+                kwonly.append(arg)
+                kw_defaults.append(p.default)
             elif p.default is not None:
-                seen_default = True
-            elif seen_default:
+                args.append(arg)
+                defaults.append(p.default)
+            elif defaults:
                 raise self.error("non-default argument follows default argument", p.span)
-            out.append(p)
-        if star is not None and not star.name:
-            i = out.index(star)
-            if i + 1 >= len(out) or out[i + 1].kind != "kwonly":
-                raise self.error("named arguments must follow bare *", star.span)
-        return tuple(out)
+            else:
+                args.append(arg)
+        if star is not None and not star.name and not kwonly:
+            raise self.error("named arguments must follow bare *", star.span)
+        return py.arguments([], args, vararg, kwonly, kw_defaults, kwarg, defaults)
 
-    def r_funcdef(self, meta: Any, c: list) -> ast.FunctionDef:
+    def r_funcdef(self, c: list) -> py.FunctionDef:
         keyword, name, params, _returns, body = c
-        return ast.FunctionDef(
-            str(name), self._params(params), body.stmts, (), self._block_span(keyword, body)
+        node = py.FunctionDef(
+            name=str(name),
+            args=self._params(params),
+            body=body.stmts,
+            decorator_list=[],
+            returns=None,
+            type_comment=None,
         )
+        return self.at(node, [keyword, body])
 
-    def r_decorator(self, meta: Any, c: list) -> ast.Expr:
+    def r_decorator(self, c: list) -> py.expr:
         return c[-1]
 
-    def r_decorated(self, meta: Any, c: list) -> ast.FunctionDef:
+    def r_decorated(self, c: list) -> py.FunctionDef | py.ClassDef:
         # `@dec` lines above a def: applied bottom-up when the def runs, as in Python
-        *decorators, fn = c
-        return ast.replace(fn, decorators=tuple(decorators))
+        *decorators, definition = c
+        definition.decorator_list = decorators
+        return definition
 
-    def r_classdef(self, meta: Any, c: list) -> ast.ClassDef:
+    def r_classdef(self, c: list) -> py.ClassDef:
         keyword, name, *middle, body = c
-        bases = []
-        for arg in next((m for m in middle if isinstance(m, list)), []):
-            if arg.kind != "pos":
-                raise self.error("class keywords and *bases are not supported", arg.span)
-            bases.append(arg.value)
-        return ast.ClassDef(
-            str(name), tuple(bases), body.stmts, (), self._block_span(keyword, body)
+        bases = next((m for m in middle if isinstance(m, list)), [])
+        for arg in bases:
+            if type(arg) in (py.keyword, py.Starred) or id(arg) in self._bare:
+                raise self.error("class keywords and *bases are not supported", arg)
+        node = py.ClassDef(
+            name=str(name), bases=bases, keywords=[], body=body.stmts, decorator_list=[]
         )
+        return self.at(node, [keyword, body])
 
-    def r_annassign_stmt(self, meta: Any, c: list) -> ast.AnnAssign:
+    def r_annassign_stmt(self, c: list) -> py.AnnAssign:
         target, annotation, value = c
-        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
-            raise self.error("illegal target for annotation", target.span)
-        return ast.AnnAssign(target, annotation, value, self.cspan([target, value or annotation]))
+        if not isinstance(target, _STORABLE):
+            raise self.error("illegal target for annotation", target)
+        target.ctx = py.Store()
+        simple = int(type(target) is py.Name)
+        node = py.AnnAssign(target=target, annotation=annotation, value=value, simple=simple)
+        return self.at(node, [target, value or annotation])
 
-    def r_yield_expr(self, meta: Any, c: list) -> ast.Yield:
-        return ast.Yield(c[1], self.cspan([x for x in c if x is not None]))
+    def r_yield_expr(self, c: list) -> py.Yield:
+        return self.at(py.Yield(value=c[1]), c)
 
-    def r_yield_stmt(self, meta: Any, c: list) -> ast.ExprStmt:
-        return ast.ExprStmt(c[0], c[0].span)
+    def r_yield_stmt(self, c: list) -> py.Expr:
+        return place(py.Expr(value=c[0]), span_of(c[0]))
 
-    def r_star_expr(self, meta: Any, c: list) -> ast.Starred:
-        return ast.Starred(c[1], self.cspan(c))
+    def r_star_expr(self, c: list) -> py.Starred:
+        return self.at(py.Starred(value=c[1], ctx=_LOAD), c)
 
-    def r_set(self, meta: Any, c: list) -> ast.SetExpr:
-        return ast.SetExpr(tuple(c[1:-1]), self.cspan(c))
+    def r_set(self, c: list) -> py.Set:
+        return self.at(py.Set(elts=c[1:-1]), c)
 
-    def r_setcomp(self, meta: Any, c: list) -> ast.SetComp:
-        return ast.SetComp(c[1], tuple(c[2]), self.cspan(c))
+    def r_setcomp(self, c: list) -> py.SetComp:
+        return self.at(py.SetComp(elt=c[1], generators=c[2]), c)
 
-    def r_lambdef(self, meta: Any, c: list) -> ast.Lambda:
+    def r_lambdef(self, c: list) -> py.Lambda:
         _, params, body = c
-        return ast.Lambda(self._params(params), body, self.cspan(c))
+        return self.at(py.Lambda(args=self._params(params), body=body), c)
 
     # ---------------------------------------------------------- expressions
 
-    def r_tuple_items(self, meta: Any, c: list) -> ast.TupleExpr:
-        return ast.TupleExpr(tuple(c), self.cspan(c))
+    def r_tuple_items(self, c: list) -> py.Tuple:
+        return self.at(py.Tuple(elts=c, ctx=_LOAD), c)
 
     r_expr_tuple = r_tuple_items
     r_subscript_tuple = r_tuple_items
 
-    def r_ifexp(self, meta: Any, c: list) -> ast.IfExp:
+    def r_ifexp(self, c: list) -> py.IfExp:
         body, test, orelse = c
-        return ast.IfExp(test, body, orelse, self.cspan(c))
+        return self.at(py.IfExp(test=test, body=body, orelse=orelse), c)
 
-    def r_or_test(self, meta: Any, c: list) -> ast.BoolOp:
-        return ast.BoolOp("or", tuple(c), self.cspan(c))
+    def r_or_test(self, c: list) -> py.BoolOp:
+        return self.at(py.BoolOp(op=py.Or(), values=c), c)
 
-    def r_and_test(self, meta: Any, c: list) -> ast.BoolOp:
-        return ast.BoolOp("and", tuple(c), self.cspan(c))
+    def r_and_test(self, c: list) -> py.BoolOp:
+        return self.at(py.BoolOp(op=py.And(), values=c), c)
 
-    def r_not_op(self, meta: Any, c: list) -> ast.UnaryOp:
-        return ast.UnaryOp("not", c[1], self.cspan(c))
+    def r_not_op(self, c: list) -> py.UnaryOp:
+        return self.at(py.UnaryOp(op=py.Not(), operand=c[1]), c)
 
-    def r_comp_op(self, meta: Any, c: list) -> str:
-        return " ".join(str(t) for t in c)
+    def r_comp_op(self, c: list) -> py.cmpop:
+        return COMPARE[" ".join(str(t) for t in c)]()
 
-    def r_comparison(self, meta: Any, c: list) -> ast.Compare:
-        return ast.Compare(c[0], tuple(c[1::2]), tuple(c[2::2]), self.cspan(c))
+    def r_comparison(self, c: list) -> py.Compare:
+        return self.at(py.Compare(left=c[0], ops=c[1::2], comparators=c[2::2]), c)
 
-    def _binchain(self, meta: Any, c: list) -> ast.BinOp:
+    def r_expr(self, c: list) -> py.BinOp:
         # [a, op, b, op, c, ...] -> ((a op b) op c) ..., built in a loop.
         left = c[0]
         for i in range(1, len(c), 2):
-            right = c[i + 1]
-            span = Span(
-                left.span.line, left.span.column, right.span.end_line, right.span.end_column
-            )
-            left = ast.BinOp(left, str(c[i]), right, span)
+            node = py.BinOp(left=left, op=BINOPS[str(c[i])](), right=c[i + 1])
+            left = self.at(node, [left, c[i + 1]])
         return left
 
-    r_expr = r_xor_expr = r_and_expr = r_arith_expr = r_term = _binchain
+    r_xor_expr = r_and_expr = r_arith_expr = r_term = r_expr
 
-    def r_unary(self, meta: Any, c: list) -> ast.UnaryOp:
-        return ast.UnaryOp(str(c[0]), c[1], self.cspan(c))
+    def r_unary(self, c: list) -> py.UnaryOp:
+        return self.at(py.UnaryOp(op=UNARY[str(c[0])](), operand=c[1]), c)
 
-    def r_power(self, meta: Any, c: list) -> ast.BinOp:
-        return ast.BinOp(c[0], "**", c[1], self.cspan(c))
+    def r_power(self, c: list) -> py.BinOp:
+        return self.at(py.BinOp(left=c[0], op=py.Pow(), right=c[1]), c)
 
-    def r_call(self, meta: Any, c: list) -> ast.Call:
+    def r_call(self, c: list) -> py.Call:
         func, args, _ = c
         args = args or []
-        span = self.cspan(c)
         seen_kw = seen_dstar = False
         names: set[str] = set()
         for a in args:
-            if a.kind == "genexp" and len(args) > 1:
-                raise self.error("Generator expression must be parenthesized", a.span)
-            if a.kind in ("pos", "genexp"):
+            if id(a) in self._bare and len(args) > 1:
+                raise self.error("Generator expression must be parenthesized", a)
+            if type(a) is py.Starred:
                 if seen_dstar:
                     raise self.error(
-                        "positional argument follows keyword argument unpacking", a.span
+                        "iterable argument unpacking follows keyword argument unpacking", a
                     )
+            elif type(a) is not py.keyword:
+                if seen_dstar:
+                    raise self.error("positional argument follows keyword argument unpacking", a)
                 if seen_kw:
-                    raise self.error("positional argument follows keyword argument", a.span)
-            elif a.kind == "star":
-                if seen_dstar:
-                    raise self.error(
-                        "iterable argument unpacking follows keyword argument unpacking", a.span
-                    )
-            elif a.kind == "kw":
-                if a.name in names:
-                    raise self.error(f"keyword argument repeated: {a.name}", a.span)
-                names.add(a.name)
-                seen_kw = True
-            else:
+                    raise self.error("positional argument follows keyword argument", a)
+            elif a.arg is None:
                 seen_dstar = True
-        args = [ast.replace(a, kind="pos") if a.kind == "genexp" else a for a in args]
-        return ast.Call(func, tuple(args), span)
+            else:
+                if a.arg in names:
+                    raise self.error(f"keyword argument repeated: {a.arg}", a)
+                names.add(a.arg)
+                seen_kw = True
+        keywords = [a for a in args if type(a) is py.keyword]
+        positional = [a for a in args if type(a) is not py.keyword]
+        return self.at(py.Call(func=func, args=positional, keywords=keywords), c)
 
-    def r_arguments(self, meta: Any, c: list) -> list:
-        return [a if isinstance(a, ast.Arg) else ast.Arg("pos", None, a, a.span) for a in c]
+    def r_arguments(self, c: list) -> list:
+        return c
 
-    def r_kwarg(self, meta: Any, c: list) -> ast.Arg:
+    def r_kwarg(self, c: list) -> py.keyword:
         name, value = c
-        if not isinstance(name, ast.Name):
+        if type(name) is not py.Name:
             raise self.error(
                 'expression cannot contain assignment, perhaps you meant "=="?', self.cspan(c)
             )
-        return ast.Arg("kw", name.id, value, self.cspan(c))
+        return self.at(py.keyword(arg=name.id, value=value), c)
 
-    def r_star_arg(self, meta: Any, c: list) -> ast.Arg:
-        return ast.Arg("star", None, c[1], self.cspan(c))
+    def r_star_arg(self, c: list) -> py.Starred:
+        return self.at(py.Starred(value=c[1], ctx=_LOAD), c)
 
-    def r_dstar_arg(self, meta: Any, c: list) -> ast.Arg:
-        return ast.Arg("dstar", None, c[1], self.cspan(c))
+    def r_dstar_arg(self, c: list) -> py.keyword:
+        return self.at(py.keyword(arg=None, value=c[1]), c)
 
-    def r_genexp_arg(self, meta: Any, c: list) -> ast.Arg:
-        span = self.cspan(c)
-        return ast.Arg("genexp", None, ast.GeneratorExp(c[0], tuple(c[1]), span), span)
+    def r_genexp_arg(self, c: list) -> py.GeneratorExp:
+        node = self.at(py.GeneratorExp(elt=c[0], generators=c[1]), c)
+        self._bare.add(id(node))
+        return node
 
-    def r_getitem(self, meta: Any, c: list) -> ast.Subscript:
-        return ast.Subscript(c[0], c[1], self.cspan(c))
+    def r_getitem(self, c: list) -> py.Subscript:
+        return self.at(py.Subscript(value=c[0], slice=c[1], ctx=_LOAD), c)
 
-    def r_getattr(self, meta: Any, c: list) -> ast.Attribute:
-        return ast.Attribute(c[0], str(c[1]), self.cspan(c))
+    def r_getattr(self, c: list) -> py.Attribute:
+        return self.at(py.Attribute(value=c[0], attr=str(c[1]), ctx=_LOAD), c)
 
-    def r_slice(self, meta: Any, c: list) -> ast.Slice:
-        return ast.Slice(c[0], c[2], c[4] if len(c) > 4 else None, self.cspan(c))
+    def r_slice(self, c: list) -> py.Slice:
+        return self.at(py.Slice(lower=c[0], upper=c[2], step=c[4] if len(c) > 4 else None), c)
 
-    def r_name(self, meta: Any, c: list) -> ast.Name:
-        return ast.Name(str(c[0]), self.cspan(c))
+    def r_name(self, c: list) -> py.Name:
+        return self.at(py.Name(id=str(c[0]), ctx=_LOAD), c)
 
-    def r_const(self, meta: Any, c: list) -> ast.Constant:
+    def r_const(self, c: list) -> py.Constant:
         value = {"None": None, "True": True, "False": False}[str(c[0])]
-        return ast.Constant(value, self.cspan(c))
+        return self.at(py.Constant(value=value), c)
 
-    def r_ellipsis(self, meta: Any, c: list) -> ast.Constant:
-        return ast.Constant(Ellipsis, self.cspan(c))
+    def r_ellipsis(self, c: list) -> py.Constant:
+        return self.at(py.Constant(value=Ellipsis), c)
 
-    def r_number(self, meta: Any, c: list) -> ast.Constant:
+    def r_number(self, c: list) -> py.Constant:
         tok = c[0]
         text = str(tok)
         try:
@@ -600,43 +654,43 @@ class Builder:
                 value = int(text)
             else:
                 raise self.error("invalid number literal", self.cspan(c)) from None
-        return ast.Constant(value, self.cspan(c))
+        return self.at(py.Constant(value=value), c)
 
-    def r_tuple(self, meta: Any, c: list) -> ast.TupleExpr:
-        return ast.TupleExpr((), self.cspan(c))
+    def r_tuple(self, c: list) -> py.Tuple:
+        return self.at(py.Tuple(elts=[], ctx=_LOAD), c)
 
-    def r_paren(self, meta: Any, c: list) -> ast.Node:
-        # The parenthesised node keeps its identity but spans the parentheses,
-        # so error carets and on_value labels cover "(a + b)".
+    def r_paren(self, c: list) -> py.expr:
+        # The parenthesised node spans the parentheses, so error carets and
+        # on_value labels cover "(a + b)".
         lpar = c[0]
         if self.line_base and lpar.line == 1 and lpar.column == 1:
             return c[1]  # the parentheses parse_expression wrapped around an f-string field
-        return ast.replace(c[1], span=self.cspan(c))
+        return self.at(c[1], c)
 
-    def r_list(self, meta: Any, c: list) -> ast.ListExpr:
-        return ast.ListExpr(tuple(c[1:-1]), self.cspan(c))
+    def r_list(self, c: list) -> py.List:
+        return self.at(py.List(elts=c[1:-1], ctx=_LOAD), c)
 
-    def r_dict_item(self, meta: Any, c: list) -> tuple:
+    def r_dict_item(self, c: list) -> tuple:
         return (c[0], c[1])
 
-    def r_dict(self, meta: Any, c: list) -> ast.DictExpr:
+    def r_dict(self, c: list) -> py.Dict:
         pairs = c[1:-1]
-        return ast.DictExpr(tuple(k for k, _ in pairs), tuple(v for _, v in pairs), self.cspan(c))
+        return self.at(py.Dict(keys=[k for k, _ in pairs], values=[v for _, v in pairs]), c)
 
-    def r_listcomp(self, meta: Any, c: list) -> ast.ListComp:
-        return ast.ListComp(c[1], tuple(c[2]), self.cspan(c))
+    def r_listcomp(self, c: list) -> py.ListComp:
+        return self.at(py.ListComp(elt=c[1], generators=c[2]), c)
 
-    def r_dictcomp(self, meta: Any, c: list) -> ast.DictComp:
-        return ast.DictComp(c[1], c[2], tuple(c[3]), self.cspan(c))
+    def r_dictcomp(self, c: list) -> py.DictComp:
+        return self.at(py.DictComp(key=c[1], value=c[2], generators=c[3]), c)
 
-    def r_genexp(self, meta: Any, c: list) -> ast.GeneratorExp:
-        return ast.GeneratorExp(c[1], tuple(c[2]), self.cspan(c))
+    def r_genexp(self, c: list) -> py.GeneratorExp:
+        return self.at(py.GeneratorExp(elt=c[1], generators=c[2]), c)
 
-    def r_comp_if(self, meta: Any, c: list) -> _CompIf:
+    def r_comp_if(self, c: list) -> _CompIf:
         # An optional inlined rule ([_comp_iter]) leaves no placeholder.
         return _CompIf(c[0], c[1] if len(c) > 1 else None)
 
-    def r_comp_for(self, meta: Any, c: list) -> list:
+    def r_comp_for(self, c: list) -> list:
         target, it = c[0], c[1]
         rest = c[2] if len(c) > 2 else None
         self._check_target(target, "for")
@@ -644,38 +698,41 @@ class Builder:
         while isinstance(rest, _CompIf):
             ifs.append(rest.cond)
             rest = rest.rest
-        span = self.cspan([target, ifs[-1] if ifs else it])
-        first = ast.Comprehension(target, it, tuple(ifs), span)
+        first = py.comprehension(target=target, iter=it, ifs=ifs, is_async=0)
         return [first] + (rest or [])
 
     # -------------------------------------------------------------- targets
 
-    def _check_target(self, node: ast.Node, ctx: str, direct: bool = False) -> None:
-        """Refuse what cannot be assigned to (or deleted), with Python's wording."""
+    def _check_target(self, node: py.expr, ctx: str, direct: bool = False) -> None:
+        """Refuse what cannot be assigned to (or deleted), with Python's wording;
+        mark what can as stored (or deleted), as Python's parser does."""
         stack = [node]
         while stack:
             n = stack.pop()
-            if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)):
+            if isinstance(n, _STORABLE):
+                n.ctx = py.Del() if ctx == "delete" else py.Store()
                 continue
-            if isinstance(n, (ast.TupleExpr, ast.ListExpr)):
-                stack.extend(n.elts)
+            if type(n) in (py.Tuple, py.List):
+                n.ctx = py.Del() if ctx == "delete" else py.Store()  # type: ignore[attr-defined]
+                stack.extend(n.elts)  # type: ignore[attr-defined]
                 continue
-            if isinstance(n, ast.Starred) and ctx != "delete":
+            if type(n) is py.Starred and ctx != "delete":
+                n.ctx = py.Store()
                 stack.append(n.value)
                 continue
             word = _target_word(n)
             if ctx == "delete":
-                raise self.error(f"cannot delete {word}", n.span)
+                raise self.error(f"cannot delete {word}", n)
             if direct and n is node and word not in ("None", "True", "False"):
                 raise self.error(
-                    f"cannot assign to {word} here. Maybe you meant '==' instead of '='?", n.span
+                    f"cannot assign to {word} here. Maybe you meant '==' instead of '='?", n
                 )
-            raise self.error(f"cannot assign to {word}", n.span)
+            raise self.error(f"cannot assign to {word}", n)
 
     # -------------------------------------------------------------- strings
 
-    def r_strings(self, meta: Any, c: list) -> ast.Node:
-        pieces: list[str | ast.FormattedValue] = []
+    def r_strings(self, c: list) -> py.Constant | py.JoinedStr:
+        pieces: list[str | py.FormattedValue] = []
         is_f = False
         for tok in c:
             text = str(tok)
@@ -695,14 +752,14 @@ class Builder:
             pieces.extend(self._fstring_parts(tok, body, body_start, "r" in prefix, 0))
         span = self.cspan(c)
         if not is_f:
-            return ast.Constant("".join(pieces), span)  # type: ignore[arg-type]
-        return ast.FString(tuple(_merge_literals(pieces)), span)
+            return place(py.Constant(value="".join(pieces)), span)  # type: ignore[arg-type]
+        return _joined(pieces, span)
 
     def _plain_string(self, tok: Token, text: str) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                return pyast.literal_eval(text)
+                return py.literal_eval(text)
             except (SyntaxError, ValueError) as exc:
                 # a lone surrogate (text read with surrogateescape) is a UnicodeEncodeError
                 why = exc.msg if isinstance(exc, SyntaxError) else getattr(exc, "reason", str(exc))
@@ -745,9 +802,9 @@ class Builder:
 
     def _fstring_parts(
         self, tok: Token, body: str, base: int, raw: bool, depth: int
-    ) -> list[str | ast.FormattedValue]:
+    ) -> list[str | py.FormattedValue]:
         """Split an f-string body (source text) into literals and parsed fields."""
-        parts: list[str | ast.FormattedValue] = []
+        parts: list[str | py.FormattedValue] = []
         lit: list[str] = []
         lit_start = 0
         i = 0
@@ -823,9 +880,7 @@ class Builder:
                 )
                 line, col = self._token_pos(tok, base + j + 1)
                 end_line, end_col = self._token_pos(tok, base + spec_end)
-                spec = ast.FString(
-                    tuple(_merge_literals(spec_parts)), Span(line, col, end_line, end_col)
-                )
+                spec = _joined(spec_parts, Span(line, col, end_line, end_col))
                 j = spec_end
             if j >= n or body[j] != "}":
                 raise fail("f-string: expecting '}'", field_start)
@@ -837,22 +892,27 @@ class Builder:
                     conversion = "r"
             start = self._token_pos(tok, base + field_start)
             end = self._token_pos(tok, base + j + 1)
-            parts.append(
-                ast.FormattedValue(value, conversion, spec, Span(start[0], start[1], *end))
+            field = py.FormattedValue(
+                value=value, conversion=ord(conversion) if conversion else -1, format_spec=spec
             )
+            parts.append(place(field, Span(start[0], start[1], *end)))
             i = j + 1
         flush()
         return parts
 
 
-def _merge_literals(parts: list) -> list:
-    out: list = []
+def _joined(parts: list, span: Span) -> py.JoinedStr:
+    """An f-string's node: adjacent literal pieces merged, empty ones dropped."""
+    values: list = []
     for p in parts:
-        if isinstance(p, str) and out and isinstance(out[-1], str):
-            out[-1] += p
+        if isinstance(p, str) and values and isinstance(values[-1], str):
+            values[-1] += p
         elif not (isinstance(p, str) and p == ""):
-            out.append(p)
-    return out
+            values.append(p)
+    for i, p in enumerate(values):
+        if isinstance(p, str):
+            values[i] = place(py.Constant(value=p), span)
+    return place(py.JoinedStr(values=values), span)
 
 
 def _skip_string(text: str, i: int) -> int:
@@ -934,63 +994,68 @@ def _strip_strings(text: str) -> str:
 
 # ---------------------------------------------------------------- validation
 
-_CHAIN_PARENTS = (ast.Attribute, ast.Subscript, ast.Call)
-# Wrapper nodes add no run-time nesting of their own.
-_WRAPPERS = (ast.Arg, ast.Param, ast.Comprehension, ast.WithItem, ast.ExceptHandler, ast.Alias)
+# Parts of a node that add no run-time nesting of their own.
+_WRAPPERS = (py.arguments, py.arg, py.keyword, py.comprehension, py.withitem)
+_WRAPPERS += (py.ExceptHandler, py.alias)
+_LEAVES = (py.expr_context, py.operator, py.boolop, py.unaryop, py.cmpop)
+_CHAIN_PARENTS = (py.Attribute, py.Subscript, py.Call)
+_SCOPES = (py.FunctionDef, py.Lambda, py.ClassDef)
 
 
-def validate(module: ast.Module) -> None:
+def _nests(parent: py.AST, child: py.AST) -> int:
+    """How many levels `child` adds below `parent` (flat chains add none)."""
+    t = type(parent)
+    if isinstance(child, _WRAPPERS) or (t is py.Call and type(child) is py.Starred):
+        return 0
+    if (t is py.BinOp and child is parent.left and type(child) is py.BinOp) or is_elif(child):  # type: ignore[attr-defined]
+        return 0
+    if t is py.JoinedStr and type(child) is py.Constant:
+        return 0  # a literal piece of an f-string
+    if t in _CHAIN_PARENTS and isinstance(child, _CHAIN_PARENTS):
+        return 0 if child is (parent.func if t is py.Call else parent.value) else 1  # type: ignore[attr-defined]
+    return 1
+
+
+def validate(module: py.Module) -> None:
     """Check statement placement and nesting depth (iteratively).
 
     Raises ScriptSyntaxError for 'return' outside function, 'break' outside
     loop, 'continue' not properly in loop, 'nonlocal' at module level, and
     nesting deeper than MAX_NESTING (kind "LimitError").
     """
-    source = module.source
+    source = module.source  # type: ignore[attr-defined]
     # (node, depth, in_function, in_loop)
-    stack: list[tuple[ast.Node, int, bool, bool]] = [(s, 1, False, False) for s in module.body]
+    stack: list[tuple[Any, int, bool, bool]] = [(s, 1, False, False) for s in module.body]
     while stack:
         node, depth, in_func, in_loop = stack.pop()
-        if depth > MAX_NESTING:
+        if depth > MAX_NESTING and hasattr(node, "lineno"):  # (a part without a
+            # position, such as a function's `arguments`, leaves it to its children)
             raise ScriptSyntaxError(
                 f"too many nested expressions or blocks (the limit is {MAX_NESTING} levels)",
-                node.span,
+                span_of(node),
                 source,
                 kind="LimitError",
             )
         t = type(node)
-        if t is ast.Return and not in_func:
-            raise ScriptSyntaxError("'return' outside function", node.span, source)
-        if t is ast.Break and not in_loop:
-            raise ScriptSyntaxError("'break' outside loop", node.span, source)
-        if t is ast.Continue and not in_loop:
-            raise ScriptSyntaxError("'continue' not properly in loop", node.span, source)
-        if t is ast.ImportFrom and node.star and in_func:  # type: ignore[attr-defined]
-            raise ScriptSyntaxError("import * only allowed at module level", node.span, source)
-        if t is ast.Nonlocal and not in_func:
-            raise ScriptSyntaxError(
-                "nonlocal declaration not allowed at module level", node.span, source
-            )
-        if t is ast.Yield and not in_func:
-            raise ScriptSyntaxError("'yield' outside function", node.span, source)
-        if t is ast.FunctionDef or t is ast.Lambda or t is ast.ClassDef:
-            for child in node.children():
-                stack.append((child, depth + 1, t is not ast.ClassDef, False))
-            continue
-        if t is ast.While or t is ast.For:
-            body_ids = {id(s) for s in node.body}  # type: ignore[attr-defined]
-            for child in node.children():
-                in_body = id(child) in body_ids
-                stack.append((child, depth + 1, in_func, in_loop or in_body))
-            continue
-        for child in node.children():
-            # Flat chains do not nest at run time (see the evaluator).
-            if (t is ast.BinOp and child is node.left and type(child) is ast.BinOp) or (
-                t in _CHAIN_PARENTS
-                and isinstance(child, _CHAIN_PARENTS)
-                and child is (node.func if t is ast.Call else node.value)  # type: ignore[attr-defined]
-            ):
-                stack.append((child, depth, in_func, in_loop))
-            else:
-                step = 0 if isinstance(child, _WRAPPERS) else 1
-                stack.append((child, depth + step, in_func, in_loop))
+        problem = None
+        if t is py.Return and not in_func:
+            problem = "'return' outside function"
+        elif t is py.Break and not in_loop:
+            problem = "'break' outside loop"
+        elif t is py.Continue and not in_loop:
+            problem = "'continue' not properly in loop"
+        elif t is py.ImportFrom and node.names[0].name == "*" and in_func:
+            problem = "import * only allowed at module level"
+        elif t is py.Nonlocal and not in_func:
+            problem = "nonlocal declaration not allowed at module level"
+        elif t is py.Yield and not in_func:
+            problem = "'yield' outside function"
+        if problem is not None:
+            raise ScriptSyntaxError(problem, span_of(node), source)
+        if t in _SCOPES:
+            in_func, in_loop = t is not py.ClassDef, False
+        loop_body = {id(s) for s in node.body} if t in (py.While, py.For) else ()
+        for child in py.iter_child_nodes(node):
+            if not isinstance(child, _LEAVES):
+                step = 1 if t in _SCOPES else _nests(node, child)
+                stack.append((child, depth + step, in_func, in_loop or id(child) in loop_body))

@@ -1,4 +1,4 @@
-"""What each .ad construct becomes in Python: the .ad AST -> a Python `ast.Module`.
+"""What each .ad construct becomes in Python: the .ad AST -> a Python `py.Module`.
 
 CPython then compiles and runs it (see `adcli.lang.evaluator`). Every
 generated node carries the .ad node's position (columns are the script's
@@ -40,7 +40,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from adcli.lang import ast
+from adcli.lang.build import TEXT, is_elif, span_of
 from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.guard import DEFINABLE_DUNDERS
 from adcli.lang.source import Source, Span
@@ -48,24 +48,8 @@ from adcli.lang.source import Source, Span
 __all__ = ["Options", "translate", "stmt_span"]
 
 _GUARDED = frozenset({"+", "*", "**", "%"})
-_BINOPS = dict(
-    zip(
-        "+ - * / // % ** @ & | ^".split(),
-        (py.Add, py.Sub, py.Mult, py.Div, py.FloorDiv, py.Mod, py.Pow, py.MatMult)
-        + (py.BitAnd, py.BitOr, py.BitXor),
-        strict=True,
-    )
-)
-_UNARY = {"-": py.USub, "+": py.UAdd, "~": py.Invert, "not": py.Not}
-_CMP = dict(
-    zip(
-        ("<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not"),
-        (py.Lt, py.LtE, py.Gt, py.GtE, py.Eq, py.NotEq, py.In, py.NotIn, py.Is, py.IsNot),
-        strict=True,
-    )
-)
-_COMPOUND = (ast.If, ast.While, ast.For, ast.Try, ast.With, ast.FunctionDef, ast.ClassDef)
-_VALUE_NODES = (ast.Call, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Subscript)
+_COMPOUND = (py.If, py.While, py.For, py.Try, py.With, py.FunctionDef, py.ClassDef)
+_VALUE_NODES = (py.Call, py.BinOp, py.UnaryOp, py.Compare, py.Subscript)
 _COMPREHENSIONS = {
     "ListComp": (py.ListComp, ("elt",)),
     "SetComp": (py.SetComp, ("elt",)),
@@ -73,10 +57,8 @@ _COMPREHENSIONS = {
     "DictComp": (py.DictComp, ("key", "value")),
 }
 # Values that are never of a watched type (a host's tensor): no hook after `x = ...`.
-_NEVER_WATCHED = frozenset(
-    "Constant ListExpr DictExpr TupleExpr SetExpr FString Lambda ListComp DictComp SetComp"
-    " GeneratorExp".split()
-)
+_NEVER_WATCHED = (py.Constant, py.List, py.Dict, py.Tuple, py.Set, py.JoinedStr, py.Lambda)
+_NEVER_WATCHED += (py.ListComp, py.DictComp, py.SetComp, py.GeneratorExp)
 _LONG_CHAIN = 64  # operator chains longer than this become a flat tuple of steps
 
 
@@ -103,22 +85,29 @@ class Options:
         self.spans = spans  # the interpreter's span table: hooks get spans[k]
 
 
-def stmt_span(node: ast.Node, src: Source) -> Span:
+def stmt_span(node: py.AST, src: Source) -> Span:
     """A statement's span; for compound statements only its first line."""
-    sp = node.span
+    sp = span_of(node)
     if isinstance(node, _COMPOUND):
         line = src.line_text(sp.line).rstrip()
         return Span(sp.line, sp.column, sp.line, max(sp.column + 1, len(line) + 1))
     return sp
 
 
-def _at(node: Any, span: Span) -> Any:
-    """Position `node` at `span` (its children without a position inherit it: `_fill`)."""
+def _at(node: Any, where: Any) -> Any:
+    """Position `node` at `where`, a span or a script node (its children without a
+    position inherit it: `_fill`)."""
     if "lineno" in node._attributes:
-        node.lineno = span.line
-        node.col_offset = span.column - 1
-        node.end_lineno = span.end_line
-        node.end_col_offset = span.end_column - 1
+        if type(where) is Span:
+            node.lineno = where.line
+            node.col_offset = where.column - 1
+            node.end_lineno = where.end_line
+            node.end_col_offset = where.end_column - 1
+        else:
+            node.lineno = where.lineno
+            node.col_offset = where.col_offset
+            node.end_lineno = where.end_lineno
+            node.end_col_offset = where.end_col_offset
     return node
 
 
@@ -208,8 +197,8 @@ def _const(value: object) -> py.Constant:
     return py.Constant(value=value)
 
 
-def _is_number(node: ast.Node, kinds: tuple = (int, float)) -> bool:
-    return type(node) is ast.Constant and type(node.value) in kinds
+def _is_number(node: py.AST, kinds: tuple = (int, float)) -> bool:
+    return type(node) is py.Constant and type(node.value) in kinds
 
 
 def _step() -> py.expr:
@@ -223,15 +212,15 @@ def _depth(op: py.operator) -> py.stmt:
     return py.AugAssign(target=target, op=op, value=_const(1))
 
 
-def _makes_calls(body: tuple) -> bool:
+def _makes_calls(body: list) -> bool:
     """Does a function body call anything? A body that does not cannot recurse by
     itself, so it needs no depth count (CPython's own limit still bounds it)."""
     stack: list[Any] = list(body)
     while stack:
         n = stack.pop()
-        if type(n) is ast.Call:
+        if type(n) is py.Call:
             return True
-        stack.extend(n.children())
+        stack.extend(py.iter_child_nodes(n))
     return False
 
 
@@ -267,18 +256,20 @@ _INT_COMPARE = frozenset({"<", "<=", ">", ">=", "==", "!="})
 _INT_SOURCES = ("range", "enumerate")  # builtins whose loop variable (first) is an int
 
 
-def _binders(node: ast.Node) -> Iterator[str]:
+def _binders(node: py.AST) -> Iterator[str]:
     """Names one node binds in its own scope (not those bound in a nested scope)."""
-    kind = type(node).__name__
-    targets: tuple = ()
-    if kind in ("Assign", "Delete"):
+    kind = type(node)
+    targets: list = []
+    if kind in (py.Assign, py.Delete):
         targets = node.targets  # type: ignore[attr-defined]
-    elif kind in ("AugAssign", "AnnAssign", "For", "Comprehension", "WithItem"):
-        targets = (node.target,)  # type: ignore[attr-defined]
-    elif kind in ("FunctionDef", "ClassDef", "ExceptHandler"):
+    elif kind in (py.AugAssign, py.AnnAssign, py.For, py.comprehension):
+        targets = [node.target]  # type: ignore[attr-defined]
+    elif kind is py.withitem:
+        targets = [node.optional_vars]  # type: ignore[attr-defined]
+    elif kind in (py.FunctionDef, py.ClassDef, py.ExceptHandler):
         if node.name:  # type: ignore[attr-defined]
             yield node.name  # type: ignore[attr-defined]
-    elif kind in ("Import", "ImportFrom"):
+    elif kind in (py.Import, py.ImportFrom):
         for a in node.names:  # type: ignore[attr-defined]
             yield a.asname or a.name.split(".")[0]
     for t in targets:
@@ -287,51 +278,52 @@ def _binders(node: ast.Node) -> Iterator[str]:
                 yield name
 
 
-def _scan(module: ast.Module) -> tuple[set[str], set[str]]:
+def _scan(module: py.Module) -> tuple[set[str], set[str]]:
     """(every name bound anywhere in the script, names any `global`/`nonlocal` names)."""
     bound: set[str] = set()
     shared: set[str] = set()
     stack: list[Any] = list(module.body)
     while stack:
         n = stack.pop()
-        if type(n) in (ast.Global, ast.Nonlocal):
+        if type(n) in (py.Global, py.Nonlocal):
             shared.update(n.names)
-        elif type(n) is ast.Param:
-            bound.add(n.name)
+        elif type(n) is py.arg:
+            bound.add(n.arg)
         bound.update(_binders(n))
-        stack.extend(n.children())
+        stack.extend(py.iter_child_nodes(n))
     return bound, shared
 
 
-def _own_scope(body: tuple) -> Iterator[ast.Node]:
+def _own_scope(body: list) -> Iterator[py.AST]:
     """The nodes of a block in its own scope: a nested function, lambda or class is
     one of them, but not its insides."""
     stack: list[Any] = list(body)
     while stack:
         n = stack.pop()
         yield n
-        if not isinstance(n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(n.children())
+        if not isinstance(n, (py.FunctionDef, py.Lambda, py.ClassDef)):
+            stack.extend(py.iter_child_nodes(n))
 
 
-def _rebound(body: tuple) -> set[str]:
+def _rebound(body: list) -> set[str]:
     """Names a block binds in its own scope."""
     return {name for n in _own_scope(body) for name in _binders(n)}
 
 
-def _contains_yield(body: tuple) -> bool:
-    return any(type(n) is ast.Yield for n in _own_scope(body))
+def _contains_yield(body: list) -> bool:
+    return any(type(n) is py.Yield for n in _own_scope(body))
 
 
 class Translator:
-    """Turns one .ad `Module` into a Python `ast.Module` (see the module table)."""
+    """Turns one parsed script (see `adcli.lang.build`) into the Python module that
+    runs it (see the module table)."""
 
-    def __init__(self, module: ast.Module, options: Options) -> None:
-        self.src = module.source
+    def __init__(self, module: py.Module, options: Options) -> None:
+        self.src: Source = module.source  # type: ignore[attr-defined]
         self.opt = options
         self.ctx = _Ctx(False, False, False)
         self.tmp = 0
-        self.unwatched: Span | None = None  # the assigned value's span (see assign_watched)
+        self.unwatched: py.AST | None = None  # the assigned value (see assign_watched)
         # Loop variables of `for i in range(...)` are known ints (no hooks, no size
         # checks on `i % 7`) unless the script can rebind them behind the loop's back,
         # or shadows the builtins; a REPL entry cannot see the earlier ones, so never.
@@ -369,10 +361,12 @@ class Translator:
         self.tmp += 1
         return f"ad$t{self.tmp}"
 
-    def watched(self, value: py.expr, span: Span) -> py.expr:
-        """`value`, passed through the value hook if it has a watched type."""
-        if not self.opt.values or span is self.unwatched:
+    def watched(self, value: py.expr, n: py.AST) -> py.expr:
+        """`value`, the translation of `n`, passed through the value hook if it has a
+        watched type."""
+        if not self.opt.values or n is self.unwatched:
             return value
+        span = span_of(n)
         k = _const(self.span_index(span))
         if self.opt.watch == "all" or self.ctx.no_walrus:
             return _at(_call("ad$v", value, k), span)
@@ -388,7 +382,7 @@ class Translator:
             return py.Compare(test, [py.Is() if yes else py.IsNot()], [_name("ad$T")])
         return py.Compare(test, [py.In() if yes else py.NotIn()], [_name("ad$TS")])
 
-    def is_int(self, n: ast.Node) -> bool:
+    def is_int(self, n: py.AST) -> bool:
         """Is `n` an int for certain: int literals and known-int names under + - * // %
         and unary - + ~ (walked without recursion)?"""
         ints = self.ctx.ints
@@ -398,36 +392,36 @@ class Translator:
         while stack:
             n = stack.pop()
             kind = type(n)
-            if kind is ast.Name:
+            if kind is py.Name:
                 if n.id not in ints:  # type: ignore[attr-defined]
                     return False
-            elif kind is ast.Constant:
+            elif kind is py.Constant:
                 if type(n.value) is not int:  # type: ignore[attr-defined]
                     return False
-            elif kind is ast.BinOp and n.op in _INT_OPS:  # type: ignore[attr-defined]
+            elif kind is py.BinOp and TEXT[type(n.op)] in _INT_OPS:  # type: ignore[attr-defined]
                 stack += (n.left, n.right)  # type: ignore[attr-defined]
-            elif kind is ast.UnaryOp and n.op in "-+~":  # type: ignore[attr-defined]
+            elif kind is py.UnaryOp and type(n.op) is not py.Not:  # type: ignore[attr-defined]
                 stack.append(n.operand)  # type: ignore[attr-defined]
             else:
                 return False
         return True
 
-    def int_loop(self, s: ast.For) -> str | None:
+    def int_loop(self, s: py.For) -> str | None:
         """The loop variable of ``for i in range(...)`` (or ``for i, x in
         enumerate(...)``) when it is an int everywhere in the body: the builtin is
         not shadowed in the script, the body does not rebind the name, and no
         ``global``/``nonlocal`` anywhere could rebind it from a call."""
         it, target = s.iter, s.target
-        if type(it) is not ast.Call or type(it.func) is not ast.Name:
+        if type(it) is not py.Call or type(it.func) is not py.Name:
             return None
         source = it.func.id
         if source not in self.int_sources or self.ctx.klass and not self.ctx.function:
             return None
         if source == "enumerate":
-            if type(target) not in (ast.TupleExpr, ast.ListExpr) or len(target.elts) != 2:  # type: ignore[attr-defined]
+            if type(target) not in (py.Tuple, py.List) or len(target.elts) != 2:  # type: ignore[attr-defined]
                 return None
             target = target.elts[0]  # type: ignore[attr-defined]
-        if type(target) is not ast.Name:
+        if type(target) is not py.Name:
             return None
         name = target.id
         if name in self.shared or name in _rebound(s.body):
@@ -454,67 +448,66 @@ class Translator:
 
     # -------------------------------------------------------- expressions
 
-    def expr(self, n: ast.Node) -> py.expr:
+    def expr(self, n: py.AST) -> py.expr:
         """Translate one expression."""
         return getattr(self, "e_" + type(n).__name__)(n)
 
-    def e_Constant(self, n: ast.Constant) -> py.expr:
-        return _at(_const(n.value), n.span)
+    def e_Constant(self, n: py.Constant) -> py.expr:
+        return _at(_const(n.value), n)
 
-    def e_Name(self, n: ast.Name) -> py.expr:
-        return _at(_name(_script_name(n.id)), n.span)
+    def e_Name(self, n: py.Name) -> py.expr:
+        return _at(_name(_script_name(n.id)), n)
 
-    def e_FString(self, n: ast.FString) -> py.expr:
-        values: list[py.expr] = []
-        for part in n.parts:
-            if isinstance(part, str):
-                values.append(_at(_const(part), n.span))
-            else:
-                values.append(self.formatted(part))
-        joined = _at(py.JoinedStr(values=values), n.span)
-        if sum(not isinstance(p, str) for p in n.parts) < 2:
+    def e_JoinedStr(self, n: py.JoinedStr) -> py.expr:
+        values = [
+            _at(_const(part.value), n) if type(part) is py.Constant else self.formatted(part)
+            for part in n.values
+        ]
+        joined = _at(py.JoinedStr(values=values), n)
+        if sum(type(p) is py.FormattedValue for p in n.values) < 2:
             return joined
-        return _at(_call("ad$fs", joined), n.span)  # several fields: check the total length
+        return _at(_call("ad$fs", joined), n)  # several fields: check the total length
 
-    def formatted(self, f: ast.FormattedValue) -> py.expr:
+    def formatted(self, f: Any) -> py.expr:
         value = self.expr(f.value)
-        conv = {"r": 114, "s": 115, "a": 97}.get(f.conversion or "", -1)
-        if f.spec is None:
-            if not isinstance(f.value, ast.Constant):  # `str(l)`'s check of nested text
-                value = _at(_call("ad$fv", value), f.span)
-            return _at(py.FormattedValue(value=value, conversion=conv, format_spec=None), f.span)
-        spec = self.e_FString(f.spec)
-        call = _at(_call("ad$fmt", value, _const(f.conversion), spec), f.span)
-        return _at(py.FormattedValue(value=call, conversion=-1, format_spec=None), f.span)
+        if f.format_spec is None:
+            if not isinstance(f.value, py.Constant):  # `str(l)`'s check of nested text
+                value = _at(_call("ad$fv", value), f)
+            node = py.FormattedValue(value=value, conversion=f.conversion, format_spec=None)
+            return _at(node, f)
+        spec = self.e_JoinedStr(f.format_spec)
+        conversion = chr(f.conversion) if f.conversion != -1 else None
+        call = _at(_call("ad$fmt", value, _const(conversion), spec), f)
+        return _at(py.FormattedValue(value=call, conversion=-1, format_spec=None), f)
 
-    def e_ListExpr(self, n: ast.ListExpr) -> py.expr:
-        return _at(py.List(elts=[self.expr(e) for e in n.elts], ctx=py.Load()), n.span)
+    def e_List(self, n: py.List) -> py.expr:
+        return _at(py.List(elts=[self.expr(e) for e in n.elts], ctx=py.Load()), n)
 
-    def e_TupleExpr(self, n: ast.TupleExpr) -> py.expr:
-        return _at(py.Tuple(elts=[self.expr(e) for e in n.elts], ctx=py.Load()), n.span)
+    def e_Tuple(self, n: py.Tuple) -> py.expr:
+        return _at(py.Tuple(elts=[self.expr(e) for e in n.elts], ctx=py.Load()), n)
 
-    def e_SetExpr(self, n: Any) -> py.expr:
-        return _at(py.Set(elts=[self.expr(e) for e in n.elts]), n.span)
+    def e_Set(self, n: py.Set) -> py.expr:
+        return _at(py.Set(elts=[self.expr(e) for e in n.elts]), n)
 
-    def e_DictExpr(self, n: ast.DictExpr) -> py.expr:
+    def e_Dict(self, n: py.Dict) -> py.expr:
         keys = [self.expr(k) if k is not None else None for k in n.keys]
-        return _at(py.Dict(keys=keys, values=[self.expr(v) for v in n.values]), n.span)
+        return _at(py.Dict(keys=keys, values=[self.expr(v) for v in n.values]), n)
 
-    def binop(self, n: ast.BinOp, left: py.expr, right: py.expr, ints: bool = False) -> py.expr:
+    def binop(self, n: py.BinOp, left: py.expr, right: py.expr, ints: bool = False) -> py.expr:
         """`left op right`; with `ints` both are known ints: native, nothing to watch."""
-        op = n.op
+        op = TEXT[type(n.op)]
         if ints:
-            return _at(py.BinOp(left=left, op=_BINOPS[op](), right=right), n.span)
+            return _at(py.BinOp(left=left, op=n.op, right=right), n)
         if op in _GUARDED and not self.small(n):
             if _is_number(n.right) and (not self.ctx.no_walrus or type(left) is py.Name):
                 # `i % 7`: a plain number on the left gives a plain number, no hook needed
-                return self.checked(op, left, right, n.span, plain=True)
-            return self.watched(self.checked(op, left, right, n.span), n.span)
-        node = _at(py.BinOp(left=left, op=_BINOPS[op](), right=right), n.span)
-        return self.watched(node, n.span)
+                return self.checked(op, left, right, n, plain=True)
+            return self.watched(self.checked(op, left, right, n), n)
+        node = _at(py.BinOp(left=left, op=n.op, right=right), n)
+        return self.watched(node, n)
 
     def checked(
-        self, op: str, left: py.expr, right: py.expr, span: Span, plain: bool = False
+        self, op: str, left: py.expr, right: py.expr, n: py.BinOp, plain: bool = False
     ) -> py.expr:
         """A size-checked operator: native when the left operand's type cannot grow
         (``ad$N+`` holds int, float...), else the checking function ``ad$+``.
@@ -524,7 +517,7 @@ class Translator:
             py.Name,
             py.Constant,
         ):
-            return _at(_call(f"ad${op}", left, right), span)
+            return _at(_call(f"ad${op}", left, right), n)
         if type(left) is py.Name:
             first, again = left, _name(left.id)
         else:
@@ -535,16 +528,16 @@ class Translator:
             ops=[py.In()],
             comparators=[_name(f"ad${'P' if plain else 'N'}{op}")],
         )
-        native = py.BinOp(left=again, op=_BINOPS[op](), right=right)
-        slow: py.expr = _at(_call(f"ad${op}", _name(again.id), _copy(right)), span)
+        native = py.BinOp(left=again, op=n.op, right=right)
+        slow: py.expr = _at(_call(f"ad${op}", _name(again.id), _copy(right)), n)
         if plain:
-            slow = self.watched(slow, span)
-        return _at(py.IfExp(test=test, body=native, orelse=slow), span)
+            slow = self.watched(slow, n)
+        return _at(py.IfExp(test=test, body=native, orelse=slow), n)
 
     @staticmethod
-    def small(n: ast.BinOp) -> bool:
+    def small(n: py.BinOp) -> bool:
         """Can this guarded operator skip its size check (a numeric literal operand)?"""
-        left, right, op = n.left, n.right, n.op
+        left, right, op = n.left, n.right, TEXT[type(n.op)]
         if op == "+":
             return _is_number(left) or _is_number(right)
         if op == "*":
@@ -557,17 +550,17 @@ class Translator:
             return _is_number(left)
         return False
 
-    def e_BinOp(self, n: ast.BinOp) -> py.expr:
+    def e_BinOp(self, n: py.BinOp) -> py.expr:
         # Left-deep chains (a + b + c ...) are walked in a loop, never recursively.
         chain = [n]
-        while type(chain[-1].left) is ast.BinOp:
+        while type(chain[-1].left) is py.BinOp:
             chain.append(chain[-1].left)  # type: ignore[arg-type]
         chain.reverse()
         acc = self.expr(chain[0].left)
         ints = self.is_int(chain[0].left)  # so far an int for certain (each step once)
         if len(chain) <= _LONG_CHAIN:
             for b in chain:
-                ints = ints and b.op in _INT_OPS and self.is_int(b.right)
+                ints = ints and TEXT[type(b.op)] in _INT_OPS and self.is_int(b.right)
                 acc = self.binop(b, acc, self.expr(b.right), ints)
             return acc
         # A long chain: (t := first, t := t + x1, t := t + x2, ...)[-1], shallow for CPython.
@@ -575,38 +568,38 @@ class Translator:
         steps: list[py.expr] = [_walrus(t, acc)]
         for b in chain:
             step = self.binop(b, _name(t), self.expr(b.right))
-            steps.append(_at(_walrus(t, step), b.span))
-        tup = _at(py.Tuple(elts=steps, ctx=py.Load()), n.span)
-        return _at(py.Subscript(value=tup, slice=_const(-1), ctx=py.Load()), n.span)
+            steps.append(_at(_walrus(t, step), b))
+        tup = _at(py.Tuple(elts=steps, ctx=py.Load()), n)
+        return _at(py.Subscript(value=tup, slice=_const(-1), ctx=py.Load()), n)
 
-    def e_UnaryOp(self, n: ast.UnaryOp) -> py.expr:
-        if n.op in "-+" and _is_number(n.operand):  # a negative literal: no hook needed
+    def e_UnaryOp(self, n: py.UnaryOp) -> py.expr:
+        op = type(n.op)
+        if op in (py.USub, py.UAdd) and _is_number(n.operand):  # a negative literal: no hook
             value = n.operand.value  # type: ignore[attr-defined]
-            return _at(_const(-value if n.op == "-" else +value), n.span)
-        node = _at(py.UnaryOp(op=_UNARY[n.op](), operand=self.expr(n.operand)), n.span)
-        if n.op == "not" or n.op in "-+~" and self.is_int(n.operand):
+            return _at(_const(-value if op is py.USub else +value), n)
+        node = _at(py.UnaryOp(op=n.op, operand=self.expr(n.operand)), n)
+        if op is py.Not or self.is_int(n.operand):
             return node
-        return self.watched(node, n.span)
+        return self.watched(node, n)
 
-    def e_BoolOp(self, n: ast.BoolOp) -> py.expr:
-        op = py.And() if n.op == "and" else py.Or()
-        return _at(py.BoolOp(op=op, values=[self.expr(v) for v in n.values]), n.span)
+    def e_BoolOp(self, n: py.BoolOp) -> py.expr:
+        return _at(py.BoolOp(op=n.op, values=[self.expr(v) for v in n.values]), n)
 
-    def e_Compare(self, n: ast.Compare, watch: bool = True) -> py.expr:
+    def e_Compare(self, n: py.Compare, watch: bool = True) -> py.expr:
         if len(n.ops) > 1 and not self.ctx.no_walrus:
             node = self.chain(n)
-            return self.watched(node, n.span) if watch else node
+            return self.watched(node, n) if watch else node
         node = py.Compare(
             left=self.expr(n.left),
-            ops=[_CMP[o]() for o in n.ops],
+            ops=list(n.ops),
             comparators=[self.expr(c) for c in n.comparators],
         )
-        node = _at(node, n.span)
-        if len(n.ops) == 1 and n.ops[0] in _INT_COMPARE:  # int against int: a bool
+        node = _at(node, n)
+        if len(n.ops) == 1 and TEXT[type(n.ops[0])] in _INT_COMPARE:  # int against int: a bool
             watch = watch and not (self.is_int(n.left) and self.is_int(n.comparators[0]))
-        return self.watched(node, n.span) if watch else node
+        return self.watched(node, n) if watch else node
 
-    def chain(self, n: ast.Compare) -> py.expr:
+    def chain(self, n: py.Compare) -> py.expr:
         """``a < b < c`` as ``a < (t := b) and t < c``: each pair fails at its own span."""
         values: list[py.expr] = []
         left_node, left = n.left, self.expr(n.left)
@@ -617,93 +610,90 @@ class Translator:
             if i < last:
                 t = self.temp()
                 right = _walrus(t, right)
-            pair = py.Compare(left=left, ops=[_CMP[op]()], comparators=[right])
-            sp = left_node.span
-            end = right_node.span
+            pair = py.Compare(left=left, ops=[op], comparators=[right])
+            sp = span_of(left_node)
+            end = span_of(right_node)
             values.append(_at(pair, Span(sp.line, sp.column, end.end_line, end.end_column)))
             left_node, left = right_node, _name(t) if t else left
-        return _at(py.BoolOp(op=py.And(), values=values), n.span)
+        return _at(py.BoolOp(op=py.And(), values=values), n)
 
-    def test(self, n: ast.Node) -> py.expr:
+    def test(self, n: py.AST) -> py.expr:
         """An if/while test: a comparison's value is only tested, never labelled."""
-        if type(n) is ast.Compare:
+        if type(n) is py.Compare:
             return self.e_Compare(n, watch=False)  # type: ignore[arg-type]
         return self.expr(n)
 
-    def e_IfExp(self, n: ast.IfExp) -> py.expr:
+    def e_IfExp(self, n: py.IfExp) -> py.expr:
         node = py.IfExp(test=self.expr(n.test), body=self.expr(n.body), orelse=self.expr(n.orelse))
-        return _at(node, n.span)
+        return _at(node, n)
 
-    def arguments(self, params: tuple[ast.Param, ...]) -> py.arguments:
-        args, defaults, kwonly, kw_defaults = [], [], [], []
-        vararg = kwarg = None
-        for p in params:
-            a = _at(py.arg(arg=_script_name(p.name), annotation=None), p.span)
-            if p.kind == "pos":
-                args.append(a)
-                if p.default is not None:
-                    defaults.append(self.expr(p.default))
-            elif p.kind == "vararg":
-                vararg = a if p.name else None
-            elif p.kind == "kwonly":
-                kwonly.append(a)
-                kw_defaults.append(self.expr(p.default) if p.default is not None else None)
-            else:
-                kwarg = a
-        return py.arguments([], args, vararg, kwonly, kw_defaults, kwarg, defaults)
+    def arguments(self, a: py.arguments) -> py.arguments:
+        """Parameters renamed as script names, defaults translated."""
 
-    def e_Lambda(self, n: ast.Lambda) -> py.expr:
-        args = self.arguments(n.params)
+        def renamed(p: py.arg | None) -> py.arg | None:
+            return p and _at(py.arg(arg=_script_name(p.arg), annotation=None), p)
+
+        return py.arguments(
+            [],
+            [renamed(p) for p in a.args],
+            renamed(a.vararg),
+            [renamed(p) for p in a.kwonlyargs],
+            [self.expr(d) if d is not None else None for d in a.kw_defaults],
+            renamed(a.kwarg),
+            [self.expr(d) for d in a.defaults],
+        )
+
+    def e_Lambda(self, n: py.Lambda) -> py.expr:
+        args = self.arguments(n.args)
         with self.inside(function=True, klass=False, no_walrus=False):
             body = self.expr(n.body)
-        ticked = _at(py.BoolOp(op=py.And(), values=[_step(), body]), n.span)
-        lam = _at(py.Lambda(args=args, body=ticked), n.span)
-        return _at(_call("ad$fn", lam), n.span)
+        ticked = _at(py.BoolOp(op=py.And(), values=[_step(), body]), n)
+        lam = _at(py.Lambda(args=args, body=ticked), n)
+        return _at(_call("ad$fn", lam), n)
 
-    def e_Call(self, n: ast.Call) -> py.expr:
+    def e_Call(self, n: py.Call) -> py.expr:
         args: list[py.expr] = []
         keywords: list[py.keyword] = []
-        for a in n.args:
-            v = self.expr(a.value)
-            if a.kind == "pos":
-                args.append(v)
-            elif a.kind == "kw":
-                keywords.append(_at(py.keyword(arg=a.name, value=v), a.span))
-            else:  # *args (bounded) and **kwargs (a dict), checked where they are written
-                name = (
-                    n.func.id if type(n.func) is ast.Name else getattr(n.func, "attr", "function")
-                )
-                helper = "ad$args" if a.kind == "star" else "ad$kwargs"
-                v = _at(_call(helper, v, _const(name)), a.span)
-                if a.kind == "star":
-                    args.append(_at(py.Starred(value=v, ctx=py.Load()), a.span))
-                else:
-                    keywords.append(_at(py.keyword(arg=None, value=v), a.span))
-        node = _at(py.Call(func=self.expr(n.func), args=args, keywords=keywords), n.span)
-        return self.watched(node, n.span)
+        name = n.func.id if type(n.func) is py.Name else getattr(n.func, "attr", "function")
+        # in source order (keywords and *args may interleave)
+        for a in sorted(n.args + n.keywords, key=lambda a: (a.lineno, a.col_offset)):  # type: ignore[operator]
+            if type(a) is py.Starred:  # *args (bounded), checked where it is written
+                v = _at(_call("ad$args", self.expr(a.value), _const(name)), a)
+                args.append(_at(py.Starred(value=v, ctx=py.Load()), a))
+            elif type(a) is not py.keyword:
+                args.append(self.expr(a))
+            elif a.arg is None:  # **kwargs (a dict), likewise
+                v = _at(_call("ad$kwargs", self.expr(a.value), _const(name)), a)
+                keywords.append(_at(py.keyword(arg=None, value=v), a))
+            else:
+                keywords.append(_at(py.keyword(arg=a.arg, value=self.expr(a.value)), a))
+        node = _at(py.Call(func=self.expr(n.func), args=args, keywords=keywords), n)
+        return self.watched(node, n)
 
-    def e_Attribute(self, n: ast.Attribute) -> py.expr:
-        return _at(_call("ad$ga", self.expr(n.value), _const(n.attr)), n.span)
+    def e_Attribute(self, n: py.Attribute) -> py.expr:
+        return _at(_call("ad$ga", self.expr(n.value), _const(n.attr)), n)
 
-    def e_Subscript(self, n: ast.Subscript) -> py.expr:
-        node = py.Subscript(value=self.expr(n.value), slice=self.expr(n.index), ctx=py.Load())
-        return self.watched(_at(node, n.span), n.span)
+    def e_Subscript(self, n: py.Subscript) -> py.expr:
+        node = py.Subscript(value=self.expr(n.value), slice=self.expr(n.slice), ctx=py.Load())
+        return self.watched(_at(node, n), n)
 
-    def e_Slice(self, n: ast.Slice) -> py.expr:
+    def e_Slice(self, n: py.Slice) -> py.expr:
         node = py.Slice(
             lower=self.expr(n.lower) if n.lower is not None else None,
             upper=self.expr(n.upper) if n.upper is not None else None,
             step=self.expr(n.step) if n.step is not None else None,
         )
-        return _at(node, n.span)
+        return _at(node, n)
 
-    def comprehension(self, gens: tuple[ast.Comprehension, ...]) -> list[py.comprehension]:
+    def comprehension(self, gens: list[py.comprehension]) -> list[py.comprehension]:
         """The loops of a comprehension, each counting a step per item (``ad$next``)."""
         out = []
         for g in gens:
             with self.inside(no_walrus=True):  # no := in a comprehension's iterable
                 it = self.expr(g.iter)
-            ifs = [_at(_step(), g.span)] + [self.expr(c) for c in g.ifs]
+            start, end = span_of(g.target), span_of(g.ifs[-1] if g.ifs else g.iter)
+            where = Span(start.line, start.column, end.end_line, end.end_column)
+            ifs = [_at(_step(), where)] + [self.expr(c) for c in g.ifs]
             out.append(py.comprehension(target=self.target(g.target), iter=it, ifs=ifs, is_async=0))
         return out
 
@@ -712,52 +702,52 @@ class Translator:
         make, fields = _COMPREHENSIONS[type(n).__name__]
         in_class_body = self.ctx.klass and not self.ctx.function
         # a generator runs later, when a loop's int variable may hold anything
-        ints = frozenset() if type(n) is ast.GeneratorExp else self.ctx.ints
+        ints = frozenset() if type(n) is py.GeneratorExp else self.ctx.ints
         with self.inside(no_walrus=self.ctx.no_walrus or in_class_body, ints=ints):
             parts = {f: self.expr(getattr(n, f)) for f in fields}
             node = make(**parts, generators=self.comprehension(n.generators))
-            return _at(node, n.generators[0].iter.span)  # `[i for i in 5]` fails there
+            return _at(node, n.generators[0].iter)  # `[i for i in 5]` fails there
 
     e_ListComp = e_SetComp = e_DictComp = e_GeneratorExp = e_comp
 
     def e_Yield(self, n: Any) -> py.expr:
         value = self.expr(n.value) if n.value is not None else None
-        return _at(py.Yield(value=value), n.span)
+        return _at(py.Yield(value=value), n)
 
     def e_Starred(self, n: Any) -> py.expr:
-        return _at(py.Starred(value=self.expr(n.value), ctx=py.Load()), n.span)
+        return _at(py.Starred(value=self.expr(n.value), ctx=py.Load()), n)
 
     # ------------------------------------------------------------ targets
 
-    def target(self, t: ast.Node) -> py.expr:
+    def target(self, t: py.AST) -> py.expr:
         """A store target that Python can store natively (names, tuples, subscripts)."""
         kind = type(t)
-        if kind is ast.Name:
-            return _at(_name(_script_name(t.id), py.Store()), t.span)
-        if kind in (ast.TupleExpr, ast.ListExpr):
+        if kind is py.Name:
+            return _at(_name(_script_name(t.id), py.Store()), t)
+        if kind in (py.Tuple, py.List):
             elts = [self.target(e) for e in t.elts]  # type: ignore[attr-defined]
-            return _at(py.Tuple(elts=elts, ctx=py.Store()), t.span)
-        if kind is ast.Starred:
-            return _at(py.Starred(value=self.target(t.value), ctx=py.Store()), t.span)  # type: ignore[attr-defined]
+            return _at(py.Tuple(elts=elts, ctx=py.Store()), t)
+        if kind is py.Starred:
+            return _at(py.Starred(value=self.target(t.value), ctx=py.Store()), t)  # type: ignore[attr-defined]
         # a subscript: build.py refused other targets, and store() handles attributes
-        node = py.Subscript(value=self.expr(t.value), slice=self.expr(t.index), ctx=py.Store())  # type: ignore[attr-defined]
-        return _at(node, t.span)
+        node = py.Subscript(value=self.expr(t.value), slice=self.expr(t.slice), ctx=py.Store())  # type: ignore[attr-defined]
+        return _at(node, t)
 
     @staticmethod
-    def has_attribute(t: ast.Node) -> bool:
-        if type(t) is ast.Attribute:
+    def has_attribute(t: py.AST) -> bool:
+        if type(t) is py.Attribute:
             return True
-        if type(t) in (ast.TupleExpr, ast.ListExpr):
+        if type(t) in (py.Tuple, py.List):
             return any(Translator.has_attribute(e) for e in t.elts)  # type: ignore[attr-defined]
-        if type(t) is ast.Starred:
+        if type(t) is py.Starred:
             return Translator.has_attribute(t.value)  # type: ignore[attr-defined]
         return False
 
-    def store(self, t: ast.Node, value: py.expr, span: Span) -> list[py.stmt]:
+    def store(self, t: py.AST, value: py.expr, span: Span) -> list[py.stmt]:
         """Statements storing `value` into target `t` (attributes through the guard)."""
-        if type(t) is ast.Attribute:
+        if type(t) is py.Attribute:
             call = _call("ad$sa", self.expr(t.value), _const(t.attr), value)
-            return [_at(py.Expr(_at(call, t.span)), span)]
+            return [_at(py.Expr(_at(call, t)), span)]
         if not self.has_attribute(t):
             return [_at(py.Assign(targets=[self.target(t)], value=value), span)]
         # a tuple target with attributes: unpack into temporaries, then store each
@@ -768,26 +758,26 @@ class Translator:
         for e in elts:
             tmp = self.temp()
             temps.append((e, tmp))
-            if type(e) is ast.Starred:
+            if type(e) is py.Starred:
                 store_elts.append(py.Starred(value=_name(tmp, py.Store()), ctx=py.Store()))
             else:
                 store_elts.append(_name(tmp, py.Store()))
         out.append(py.Assign(targets=[py.Tuple(elts=store_elts, ctx=py.Store())], value=value))
         _locate(out, span)
         for e, tmp in temps:
-            inner = e.value if type(e) is ast.Starred else e  # type: ignore[attr-defined]
+            inner = e.value if type(e) is py.Starred else e  # type: ignore[attr-defined]
             out.extend(self.store(inner, _at(_name(tmp), span), span))
         return out
 
     @staticmethod
-    def bound_names(t: ast.Node, nested: bool = False) -> list[tuple[str, Span | None]]:
+    def bound_names(t: py.AST, nested: bool = False) -> list[tuple[str, Span | None]]:
         """The names a target binds; a name inside a tuple reports its own span."""
         kind = type(t)
-        if kind is ast.Name:
-            return [(t.id, t.span if nested else None)]  # type: ignore[attr-defined]
-        if kind in (ast.TupleExpr, ast.ListExpr):
+        if kind is py.Name:
+            return [(t.id, span_of(t) if nested else None)]  # type: ignore[attr-defined]
+        if kind in (py.Tuple, py.List):
             return [n for e in t.elts for n in Translator.bound_names(e, True)]  # type: ignore[attr-defined]
-        if kind is ast.Starred:
+        if kind is py.Starred:
             return Translator.bound_names(t.value, True)  # type: ignore[attr-defined]
         return []
 
@@ -801,9 +791,9 @@ class Translator:
 
     @staticmethod
     def src_span_of(body: tuple) -> Span:
-        return body[0].span if body else Span(1, 1, 1, 2)
+        return span_of(body[0]) if body else Span(1, 1, 1, 2)
 
-    def stmt(self, s: ast.Node) -> list[py.stmt]:
+    def stmt(self, s: py.AST) -> list[py.stmt]:
         out = getattr(self, "s_" + type(s).__name__)(s)
         if self.opt.statements:
             k = _const(self.span_index(stmt_span(s, self.src)))
@@ -812,16 +802,16 @@ class Translator:
             out = [hook] + out
         return out
 
-    def s_ExprStmt(self, s: ast.ExprStmt) -> list[py.stmt]:
+    def s_Expr(self, s: py.Expr) -> list[py.stmt]:
         value = self.expr(s.value)
         if self.opt.interactive and not self.ctx.function and not self.ctx.klass:
-            value = _at(_call("ad$show", value), s.span)
-        return [_at(py.Expr(value), s.span)]
+            value = _at(_call("ad$show", value), s)
+        return [_at(py.Expr(value), s)]
 
-    def s_Assign(self, s: ast.Assign) -> list[py.stmt]:
+    def s_Assign(self, s: py.Assign) -> list[py.stmt]:
         if (
             len(s.targets) == 1
-            and type(s.targets[0]) is ast.Name
+            and type(s.targets[0]) is py.Name
             and isinstance(s.value, _VALUE_NODES)
             and self.opt.values
             and self.opt.assigns
@@ -830,34 +820,34 @@ class Translator:
             return self.assign_watched(s)
         value = self.expr(s.value)
         names = [n for t in s.targets for n in self.bound_names(t)]
-        if self.opt.watch != "all" and type(s.value).__name__ in _NEVER_WATCHED:
+        if self.opt.watch != "all" and type(s.value) in _NEVER_WATCHED:
             names = [n for n in names if n[1] is not None]  # `x = 0.5`: never a tensor
         if self.ctx.klass and not self.ctx.function:
-            self.check_class_names([n for n, _ in names], s.span)
+            self.check_class_names([n for n, _ in names], span_of(s))
         if not any(self.has_attribute(t) for t in s.targets):
             node = py.Assign(targets=[self.target(t) for t in s.targets], value=value)
-            return [_at(node, s.span)] + self.assigned(names, s.span)
+            return [_at(node, s)] + self.assigned(names, span_of(s))
         if len(s.targets) == 1:
-            return self.store(s.targets[0], value, s.span) + self.assigned(names, s.span)
+            return self.store(s.targets[0], value, span_of(s)) + self.assigned(names, span_of(s))
         tmp = self.temp()
-        out: list[py.stmt] = [_at(_bind(tmp, value), s.span)]
+        out: list[py.stmt] = [_at(_bind(tmp, value), s)]
         for t in s.targets:
-            out.extend(self.store(t, _at(_name(tmp), s.span), s.span))
-        return out + self.assigned(names, s.span)
+            out.extend(self.store(t, _at(_name(tmp), s), span_of(s)))
+        return out + self.assigned(names, span_of(s))
 
-    def assign_watched(self, s: ast.Assign) -> list[py.stmt]:
+    def assign_watched(self, s: py.Assign) -> list[py.stmt]:
         """``name = value``: one type test serves both hooks (value, then assignment)."""
         target = s.targets[0]
-        self.unwatched = s.value.span
+        self.unwatched = s.value
         try:
             value = self.expr(s.value)
         finally:
             self.unwatched = None
         ident = _script_name(target.id)  # type: ignore[attr-defined]
         if self.ctx.klass and not self.ctx.function:
-            self.check_class_names([target.id], s.span)  # type: ignore[attr-defined]
-        kv = _const(self.span_index(s.value.span))
-        ka = _const(self.span_index(s.span))
+            self.check_class_names([target.id], span_of(s))  # type: ignore[attr-defined]
+        kv = _const(self.span_index(span_of(s.value)))
+        ka = _const(self.span_index(span_of(s)))
         hooks = py.If(
             test=self.of_watched_type(_name(ident)),
             body=[
@@ -867,127 +857,123 @@ class Translator:
             orelse=[],
         )
         store = py.Assign(targets=[self.target(target)], value=value)
-        return [_at(store, s.span), _at(hooks, s.span)]
+        return [_at(store, s), _at(hooks, s)]
 
     def s_AnnAssign(self, s: Any) -> list[py.stmt]:
         if s.value is None:
-            return [_at(py.Pass(), s.span)]
-        return self.s_Assign(ast.Assign((s.target,), s.value, s.span))
+            return [_at(py.Pass(), s)]
+        return self.s_Assign(_at(py.Assign(targets=[s.target], value=s.value), s))
 
-    def s_AugAssign(self, s: ast.AugAssign) -> list[py.stmt]:
+    def s_AugAssign(self, s: py.AugAssign) -> list[py.stmt]:
         t = s.target
         value = self.expr(s.value)
         names = self.bound_names(t)
-        guarded = s.op in _GUARDED and not self.small(ast.BinOp(t, s.op, s.value, s.span))
-        if type(t) is ast.Name:
+        op = TEXT[type(s.op)]
+        guarded = op in _GUARDED and not self.small(py.BinOp(left=t, op=s.op, right=s.value))
+        func = f"ad${op}=" if guarded else f"ad$i{op}"
+        if type(t) is py.Name:
             if not guarded:
-                node = py.AugAssign(target=self.target(t), op=_BINOPS[s.op](), value=value)
+                node = py.AugAssign(target=self.target(t), op=s.op, value=value)
                 seen = []
                 if self.opt.values:  # the in-place result, as the hook would see it
-                    seen = [_at(py.Expr(self.watched(self.e_Name(t), s.span)), s.span)]  # type: ignore[arg-type]
-                return [_at(node, s.span)] + seen + self.assigned(names, s.span)
-            func = f"ad${s.op}=" if guarded else f"ad$i{s.op}"
-            result = self.watched(_at(_call(func, self.expr(t), value), s.span), s.span)
-            return [_at(py.Assign(targets=[self.target(t)], value=result), s.span)] + self.assigned(
-                names, s.span
+                    seen = [_at(py.Expr(self.watched(self.e_Name(t), s)), s)]  # type: ignore[arg-type]
+                return [_at(node, s)] + seen + self.assigned(names, span_of(s))
+            result = self.watched(_at(_call(func, self.expr(t), value), s), s)
+            return [_at(py.Assign(targets=[self.target(t)], value=result), s)] + self.assigned(
+                names, span_of(s)
             )
-        func = f"ad${s.op}=" if guarded else f"ad$i{s.op}"
         obj = self.temp()
         out: list[py.stmt] = [
-            _at(_bind(obj, self.expr(t.value)), s.span)  # type: ignore[attr-defined]
+            _at(_bind(obj, self.expr(t.value)), s)  # type: ignore[attr-defined]
         ]
-        if type(t) is ast.Attribute:
-            current = _at(_call("ad$ga", _name(obj), _const(t.attr)), t.span)
-            result = self.watched(_at(_call(func, current, value), s.span), s.span)
-            out.append(
-                _at(
-                    py.Expr(_at(_call("ad$sa", _name(obj), _const(t.attr), result), t.span)), s.span
-                )
-            )
+        if type(t) is py.Attribute:
+            current = _at(_call("ad$ga", _name(obj), _const(t.attr)), t)
+            result = self.watched(_at(_call(func, current, value), s), s)
+            out.append(_at(py.Expr(_at(_call("ad$sa", _name(obj), _const(t.attr), result), t)), s))
         else:  # a subscript (build.py refused other targets)
             key = self.temp()
-            out.append(_at(_bind(key, self.expr(t.index)), s.span))
-            current = _at(py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Load()), t.span)
-            result = self.watched(_at(_call(func, current, value), s.span), s.span)
+            out.append(_at(_bind(key, self.expr(t.slice)), s))
+            current = _at(py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Load()), t)
+            result = self.watched(_at(_call(func, current, value), s), s)
             store = py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Store())
-            out.append(_at(py.Assign(targets=[_at(store, t.span)], value=result), s.span))
-        return _locate(out, s.span)  # type: ignore[return-value]
+            out.append(_at(py.Assign(targets=[_at(store, t)], value=result), s))
+        return _locate(out, s)  # type: ignore[return-value]
 
-    def s_Pass(self, s: ast.Pass) -> list[py.stmt]:
-        return [_at(py.Pass(), s.span)]
+    def s_Pass(self, s: py.Pass) -> list[py.stmt]:
+        return [_at(py.Pass(), s)]
 
-    def s_Break(self, s: ast.Break) -> list[py.stmt]:
-        return [_at(py.Break(), s.span)]
+    def s_Break(self, s: py.Break) -> list[py.stmt]:
+        return [_at(py.Break(), s)]
 
-    def s_Continue(self, s: ast.Continue) -> list[py.stmt]:
-        return [_at(py.Continue(), s.span)]
+    def s_Continue(self, s: py.Continue) -> list[py.stmt]:
+        return [_at(py.Continue(), s)]
 
-    def s_Return(self, s: ast.Return) -> list[py.stmt]:
+    def s_Return(self, s: py.Return) -> list[py.stmt]:
         value = self.expr(s.value) if s.value is not None else None
-        return [_at(py.Return(value=value), s.span)]
+        return [_at(py.Return(value=value), s)]
 
-    def s_Raise(self, s: ast.Raise) -> list[py.stmt]:
+    def s_Raise(self, s: py.Raise) -> list[py.stmt]:
         if s.exc is None:
-            return [_at(py.Raise(exc=None, cause=None), s.span)]
+            return [_at(py.Raise(exc=None, cause=None), s)]
         cause = self.expr(s.cause) if s.cause is not None else None
-        return [_at(py.Raise(exc=self.expr(s.exc), cause=cause), s.span)]
+        return [_at(py.Raise(exc=self.expr(s.exc), cause=cause), s)]
 
-    def s_Global(self, s: ast.Global) -> list[py.stmt]:
-        return [_at(py.Global(names=[_script_name(n) for n in s.names]), s.span)]
+    def s_Global(self, s: py.Global) -> list[py.stmt]:
+        return [_at(py.Global(names=[_script_name(n) for n in s.names]), s)]
 
-    def s_Nonlocal(self, s: ast.Nonlocal) -> list[py.stmt]:
-        return [_at(py.Nonlocal(names=[_script_name(n) for n in s.names]), s.span)]
+    def s_Nonlocal(self, s: py.Nonlocal) -> list[py.stmt]:
+        return [_at(py.Nonlocal(names=[_script_name(n) for n in s.names]), s)]
 
-    def s_Delete(self, s: ast.Delete) -> list[py.stmt]:
+    def s_Delete(self, s: py.Delete) -> list[py.stmt]:
         out: list[py.stmt] = []
         for t in s.targets:
-            if type(t) is ast.Attribute:
-                call = _at(_call("ad$da", self.expr(t.value), _const(t.attr)), t.span)
-                out.append(_at(py.Expr(call), s.span))
-            elif type(t) is ast.Name:
+            if type(t) is py.Attribute:
+                call = _at(_call("ad$da", self.expr(t.value), _const(t.attr)), t)
+                out.append(_at(py.Expr(call), s))
+            elif type(t) is py.Name:
                 out.append(
                     _at(
-                        py.Delete(targets=[_at(_name(_script_name(t.id), py.Del()), s.span)]),
-                        s.span,
+                        py.Delete(targets=[_at(_name(_script_name(t.id), py.Del()), s)]),
+                        span_of(s),
                     )
                 )
-            elif type(t) is ast.Subscript:
+            elif type(t) is py.Subscript:
                 node = py.Subscript(
-                    value=self.expr(t.value), slice=self.expr(t.index), ctx=py.Del()
+                    value=self.expr(t.value), slice=self.expr(t.slice), ctx=py.Del()
                 )
-                out.append(_at(py.Delete(targets=[_at(node, t.span)]), s.span))
-            elif type(t) is ast.TupleExpr:
-                out.extend(self.s_Delete(ast.Delete(t.elts, s.span)))
+                out.append(_at(py.Delete(targets=[_at(node, t)]), s))
+            elif type(t) is py.Tuple:
+                out.extend(self.s_Delete(_at(py.Delete(targets=t.elts), s)))
             else:
-                raise self.error(f"cannot delete {type(t).__name__}", t.span)
+                raise self.error(f"cannot delete {type(t).__name__}", span_of(t))
         return out
 
-    def s_Assert(self, s: ast.Assert) -> list[py.stmt]:
+    def s_Assert(self, s: py.Assert) -> list[py.stmt]:
         # `if not test: raise AssertionError(msg)`: the error is at the statement
         exc: py.expr = _name("ad$AE")
         if s.msg is not None:
             exc = py.Call(func=exc, args=[self.expr(s.msg)], keywords=[])
-        fail = _at(py.Raise(exc=exc, cause=None), s.span)
-        test = _at(py.UnaryOp(op=py.Not(), operand=self.expr(s.test)), s.test.span)
-        return [_at(py.If(test=test, body=[fail], orelse=[]), s.span)]
+        fail = _at(py.Raise(exc=exc, cause=None), s)
+        test = _at(py.UnaryOp(op=py.Not(), operand=self.expr(s.test)), s.test)
+        return [_at(py.If(test=test, body=[fail], orelse=[]), s)]
 
-    def s_Import(self, s: ast.Import) -> list[py.stmt]:
+    def s_Import(self, s: py.Import) -> list[py.stmt]:
         out: list[py.stmt] = []
         names = []
         for a in s.names:
             bound = a.asname or a.name.split(".")[0]
             call = _call("ad$import", _const(a.name), _const(a.asname is None))
-            out.append(_at(_bind(_script_name(bound), call), s.span))
+            out.append(_at(_bind(_script_name(bound), call), s))
             names.append(bound)
-        return _locate(out, s.span) + self.assigned(names, s.span)  # type: ignore[operator]
+        return _locate(out, s) + self.assigned(names, span_of(s))  # type: ignore[operator]
 
-    def s_ImportFrom(self, s: ast.ImportFrom) -> list[py.stmt]:
+    def s_ImportFrom(self, s: py.ImportFrom) -> list[py.stmt]:
         if s.module == "__future__":
             # Python 2 compatibility lines in old tutorials: accepted, no effect
             for a in s.names:
                 if a.name not in _FUTURE_FEATURES:
-                    raise self.error(f"future feature {a.name} is not defined", a.span)
-            return [_at(py.Pass(), s.span)]
+                    raise self.error(f"future feature {a.name} is not defined", span_of(a))
+            return [_at(py.Pass(), s)]
         mod = self.temp()
         out: list[py.stmt] = [
             py.Assign(
@@ -995,22 +981,27 @@ class Translator:
                 value=_call("ad$import", _const(s.module), _const(False)),
             )
         ]
-        if s.star:  # at module level: see build.validate
+        if s.names[0].name == "*":  # at module level: see build.validate
             out.append(py.Expr(_call("ad$star", _name(mod), _const(s.module))))
-            return _locate(out, s.span)  # type: ignore[return-value]
+            return _locate(out, s)  # type: ignore[return-value]
         names = []
         for a in s.names:
             bound = a.asname or a.name
             call = _call("ad$from", _name(mod), _const(s.module), _const(a.name))
             out.append(_bind(_script_name(bound), call))
             names.append(bound)
-        return _locate(out, s.span) + self.assigned(names, s.span)  # type: ignore[operator]
+        return _locate(out, s) + self.assigned(names, span_of(s))  # type: ignore[operator]
 
-    def s_If(self, s: ast.If) -> list[py.stmt]:
-        orelse = self.block(s.orelse) if s.orelse else []
-        for test, body in reversed(list(zip(s.tests, s.bodies, strict=True))):
+    def s_If(self, s: py.If) -> list[py.stmt]:
+        clauses = [(s.test, s.body)]  # the `if` and its `elif`s (see build.is_elif)
+        last = s
+        while last.orelse and is_elif(last.orelse[0]):
+            last = last.orelse[0]  # type: ignore[assignment]
+            clauses.append((last.test, last.body))
+        orelse = self.block(last.orelse) if last.orelse else []
+        for test, body in reversed(clauses):
             node = py.If(test=self.test(test), body=self.block(body), orelse=orelse)
-            _at(node, test.span)
+            _at(node, test)
             orelse = [node]
         node = orelse[0]
         _at(node, stmt_span(s, self.src))
@@ -1019,16 +1010,16 @@ class Translator:
     def loop_body(self, body: tuple, header: Span) -> list[py.stmt]:
         return _locate([py.Expr(_step())], header) + self.block(body)  # type: ignore[operator]
 
-    def s_While(self, s: ast.While) -> list[py.stmt]:
+    def s_While(self, s: py.While) -> list[py.stmt]:
         header = stmt_span(s, self.src)
         node = py.While(
             test=self.test(s.test),
             body=self.loop_body(s.body, header),
             orelse=self.block(s.orelse) if s.orelse else [],
         )
-        return [_at(node, s.test.span)]  # a test that fails (a tensor's truth) is its own
+        return [_at(node, s.test)]  # a test that fails (a tensor's truth) is its own
 
-    def s_For(self, s: ast.For) -> list[py.stmt]:
+    def s_For(self, s: py.For) -> list[py.stmt]:
         header = stmt_span(s, self.src)
         names = self.bound_names(s.target)
         known = self.int_loop(s)
@@ -1040,12 +1031,12 @@ class Translator:
                 body = self.loop_body(s.body, header)
         if self.has_attribute(s.target):
             tmp = self.temp()
-            target: py.expr = _at(_name(tmp, py.Store()), s.target.span)
-            pre = self.store(s.target, _at(_name(tmp), s.target.span), s.target.span)
+            target: py.expr = _at(_name(tmp, py.Store()), s.target)
+            pre = self.store(s.target, _at(_name(tmp), s.target), span_of(s.target))
         else:
             target = self.target(s.target)
             pre = []
-        body = body[:1] + pre + self.assigned(names, s.target.span) + body[1:]
+        body = body[:1] + pre + self.assigned(names, span_of(s.target)) + body[1:]
         node = py.For(
             target=target,
             iter=self.expr(s.iter),
@@ -1053,9 +1044,9 @@ class Translator:
             orelse=self.block(s.orelse) if s.orelse else [],
             type_comment=None,
         )
-        return [_at(node, s.iter.span)]  # `for x in 5` fails at the iterable
+        return [_at(node, s.iter)]  # `for x in 5` fails at the iterable
 
-    def s_Try(self, s: ast.Try) -> list[py.stmt]:
+    def s_Try(self, s: py.Try) -> list[py.stmt]:
         header = stmt_span(s, self.src)
         handlers: list[py.excepthandler] = []
         if s.handlers:
@@ -1071,21 +1062,23 @@ class Translator:
                         py.Delete(targets=[_name(ident, py.Del())]),
                     ]
                     body = [_bind(ident, shown)]
-                    body += self.assigned([h.name], h.span)
+                    body += self.assigned([h.name], span_of(h))
                     body.append(
                         py.Try(body=self.block(h.body), handlers=[], orelse=[], finalbody=clear)
                     )
-                    _locate(body, h.span)
+                    _locate(body, h)
                 kind = self.expr(h.type) if h.type is not None else _const(None)
-                test = _at(_call("ad$match", _name(exc), kind), h.type.span if h.type else h.span)
-                chain = [_at(py.If(test=test, body=body, orelse=chain), h.span)]
+                test = _at(
+                    _call("ad$match", _name(exc), kind), span_of(h.type) if h.type else span_of(h)
+                )
+                chain = [_at(py.If(test=test, body=body, orelse=chain), h)]
             handlers.append(
-                _at(py.ExceptHandler(type=_name("ad$BE"), name=exc, body=chain), s.handlers[0].span)
+                _at(py.ExceptHandler(type=_name("ad$BE"), name=exc, body=chain), s.handlers[0])
             )
         final = self.block(s.finalbody) if s.finalbody else []
         if final:
-            final = [_at(py.If(test=_call("ad$fin"), body=final, orelse=[]), s.finalbody[0].span)]
-            _locate(final, s.finalbody[0].span)
+            final = [_at(py.If(test=_call("ad$fin"), body=final, orelse=[]), s.finalbody[0])]
+            _locate(final, s.finalbody[0])
         node = py.Try(
             body=self.block(s.body),
             handlers=handlers,
@@ -1094,38 +1087,43 @@ class Translator:
         )
         return [_locate([_at(node, header)], header)[0]]
 
-    def s_With(self, s: ast.With) -> list[py.stmt]:
+    def s_With(self, s: py.With) -> list[py.stmt]:
         items = []
         pre: list[py.stmt] = []
         names = []
         for item in s.items:
-            ctx = _at(_call("ad$cm", self.expr(item.context)), item.context.span)
+            context, stored = item.context_expr, item.optional_vars
+            ctx = _at(_call("ad$cm", self.expr(context)), context)
             target = None
-            if item.target is not None:
-                names.extend(self.bound_names(item.target))
-                if self.has_attribute(item.target):
+            if stored is not None:
+                names.extend(self.bound_names(stored))
+                if self.has_attribute(stored):
                     tmp = self.temp()
-                    target = _at(_name(tmp, py.Store()), item.target.span)
-                    pre.extend(self.store(item.target, _name(tmp), item.span))
+                    target = _at(_name(tmp, py.Store()), stored)
+                    start, end = span_of(context), span_of(stored)  # the item's span
+                    where = Span(start.line, start.column, end.end_line, end.end_column)
+                    pre.extend(self.store(stored, _name(tmp), where))
                 else:
-                    target = self.target(item.target)
+                    target = self.target(stored)
             items.append(py.withitem(context_expr=ctx, optional_vars=target))
-        body = pre + self.assigned(names, s.span) + self.block(s.body)
-        return [_locate([_at(py.With(items=items, body=body), stmt_span(s, self.src))], s.span)[0]]
+        body = pre + self.assigned(names, span_of(s)) + self.block(s.body)
+        return [_locate([_at(py.With(items=items, body=body), stmt_span(s, self.src))], s)[0]]
 
-    def s_FunctionDef(self, s: ast.FunctionDef) -> list[py.stmt]:
+    def s_FunctionDef(self, s: py.FunctionDef) -> list[py.stmt]:
         header = stmt_span(s, self.src)
         in_class = self.ctx.klass and not self.ctx.function
         if in_class and s.name.startswith("__") and s.name.endswith("__"):
             if s.name not in DEFINABLE_DUNDERS:
                 raise self.error(
-                    f"defining '{s.name}' is not available in adcli scripts", s.span, "SandboxError"
+                    f"defining '{s.name}' is not available in adcli scripts",
+                    span_of(s),
+                    "SandboxError",
                 )
             name = s.name
         else:
             name = _script_name(s.name)
-        decorators = [self.expr(d) for d in s.decorators]
-        args = self.arguments(s.params)
+        decorators = [self.expr(d) for d in s.decorator_list]
+        args = self.arguments(s.args)
         with self.inside(function=True, klass=False, no_walrus=False):
             body = self.block(s.body)
         prologue: list[py.stmt] = [py.Expr(_step())]
@@ -1153,7 +1151,7 @@ class Translator:
             type_comment=None,
         )
         hooked = not in_class and self.opt.watch == "all"  # a function is never a tensor
-        return [_at(node, s.span)] + (self.assigned([s.name], s.span) if hooked else [])
+        return [_at(node, s)] + (self.assigned([s.name], span_of(s)) if hooked else [])
 
     def check_class_names(self, names: list[str], span: Span) -> None:
         for n in names:
@@ -1176,20 +1174,21 @@ class Translator:
             bases=[checked],
             keywords=[],
             body=body,
-            decorator_list=[self.expr(d) for d in s.decorators] + [_at(_name("ad$class"), header)],
+            decorator_list=[self.expr(d) for d in s.decorator_list]
+            + [_at(_name("ad$class"), header)],
         )
-        return [_at(node, s.span)] + self.assigned([s.name], header)
+        return [_at(node, s)] + self.assigned([s.name], header)
 
     # ------------------------------------------------------------- module
 
-    def module(self, m: ast.Module) -> py.Module:
+    def module(self, m: py.Module) -> py.Module:
         body = []
         for s in m.body:
             body.extend(self.stmt(s))
         return py.Module(body=body, type_ignores=[])
 
 
-def translate(module: ast.Module, options: Options) -> py.Module:
+def translate(module: py.Module, options: Options) -> py.Module:
     """The Python module for `module` (positions set on every node).
 
     The module's own names are declared `global`: CPython then reads them (and

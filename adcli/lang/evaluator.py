@@ -1,6 +1,6 @@
 """Runs compiled scripts: the `Interpreter` a host holds, and the hidden helpers.
 
-`Interpreter.compile` translates the .ad AST (adcli.lang.compiler), has
+`Interpreter.compile` translates the parsed script (adcli.lang.compiler), has
 CPython compile it, and returns a runner; `run` does both. The code runs in
 `globals` (the script's module namespace) whose ``__builtins__`` is the
 interpreter's builtins dict: the curated builtins, the host's names and the
@@ -14,6 +14,7 @@ classes show as the builtin class they derive from.
 
 from __future__ import annotations
 
+import ast as py
 import builtins
 import itertools
 import operator
@@ -23,8 +24,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from adcli.lang import ast
-from adcli.lang.build import MAX_NESTING
+from adcli.lang.build import MAX_NESTING, is_elif, span_of
 from adcli.lang.compiler import Options, stmt_span, translate
 from adcli.lang.errors import (
     AdError,
@@ -197,12 +197,12 @@ class Interpreter:
         """Nested script calls running now."""
         return self._state.d
 
-    def compile(self, module: ast.Module, *, interactive: bool = False) -> Callable[[], None]:
+    def compile(self, module: py.Module, *, interactive: bool = False) -> Callable[[], None]:
         """Compile `module` for this interpreter; returns a no-argument runner.
 
         Raises ScriptSyntaxError for scope errors (nonlocal without binding).
         """
-        source = module.source
+        source: Source = module.source  # type: ignore[attr-defined]
         watch = self._value_types
         options = Options(
             values=self.on_value is not None,
@@ -241,7 +241,7 @@ class Interpreter:
 
         return runner
 
-    def run(self, module: ast.Module, *, interactive: bool = False) -> None:
+    def run(self, module: py.Module, *, interactive: bool = False) -> None:
         """Compile and execute `module` in this interpreter's globals."""
         self.compile(module, interactive=interactive)()
 
@@ -335,12 +335,12 @@ class Interpreter:
             f = f.f_back
         return None
 
-    def _register(self, code: types.CodeType, module: ast.Module, source: Source) -> None:
+    def _register(self, code: types.CodeType, module: py.Module, source: Source) -> None:
         lines: dict[int, list[tuple[Span, Span]]] = {}
-        for n in ast.walk(module):
-            if isinstance(n, ast.Stmt):
-                sp = n.span
-                for line in range(sp.line, sp.end_line + 1):  # outer statements first
+        for n in py.walk(module):  # (breadth first: outer statements first)
+            if isinstance(n, py.stmt) and not is_elif(n):  # an elif is its if's statement
+                sp = span_of(n)
+                for line in range(sp.line, sp.end_line + 1):
                     lines.setdefault(line, []).append((sp, stmt_span(n, source)))
         info = (source, lines)
         if source not in self._sources:

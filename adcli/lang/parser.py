@@ -1,4 +1,4 @@
-"""Text -> AST. The only place where Lark exceptions become ScriptSyntaxError.
+"""Text -> Python `ast.Module`. The only place where Lark exceptions become ScriptSyntaxError.
 
 The Lark LALR parser is built once per process, lazily (about 10 ms; it is
 deliberately not cached to a file: see PITFALLS.md). Indentation is handled
@@ -8,6 +8,7 @@ indentation mistakes with exact positions (Lark's `DedentError` has none).
 
 from __future__ import annotations
 
+import ast as py
 import functools
 import keyword
 import os
@@ -19,7 +20,6 @@ from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lark import PostLex
 
-from adcli.lang import ast
 from adcli.lang.build import Builder, validate
 from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.limits import MAX_SCRIPT_CHARS, check_text
@@ -486,7 +486,7 @@ def _run_lark(text: str, start: str, source: Source, pos: Pos, prefix: str = "")
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def parse_expression(source: Source, text: str, line: int, column: int) -> ast.Node:
+def parse_expression(source: Source, text: str, line: int, column: int) -> py.expr:
     """Parse `text`, found at `line`/`column` of `source`, as one expression.
 
     Used for f-string fields; spans point into `source`.
@@ -496,8 +496,9 @@ def parse_expression(source: Source, text: str, line: int, column: int) -> ast.N
     return builder.build(tree)  # type: ignore[arg-type]
 
 
-def parse(source: Source) -> ast.Module:
-    """Parse a whole script into an `ast.Module`.
+def parse(source: Source) -> py.Module:
+    """Parse a whole script into Python's `ast.Module` (see `adcli.lang.build`),
+    with the script's `source` as the module's attribute of that name.
 
     Raises ScriptSyntaxError (kind "SyntaxError", "IndentationError", or
     "LimitError" for absurd size or nesting, see `adcli.lang.limits`) with the

@@ -633,8 +633,8 @@ class Repl:
             return 0
         first = padded.count("\n") - text.count("\n") + 1  # the line `text` starts at
         for stmt in module.body:
-            if stmt.span.line <= span.line <= stmt.span.end_line:
-                return max(0, stmt.span.line - first)
+            if stmt.lineno <= span.line <= stmt.end_lineno:
+                return max(0, stmt.lineno - first)
         return 0
 
     def _rewrite_displays(self, text: str, base: int, upto: int | None = None) -> str:
