@@ -348,7 +348,7 @@ class Builder:
         return self.at(py.alias(name=str(name), asname=str(asname) if asname else None), c)
 
     def r_import_star(self, c: list) -> py.alias:
-        return self.at(py.alias(name="*", asname=None), c)
+        return py.alias(name="*", asname=None)  # (unplaced: the statement ends at its module)
 
     def r_import_stmt(self, c: list) -> py.Import:
         return self.at(py.Import(names=c[1:]), c)

@@ -971,7 +971,7 @@ class Translator:
         if s.module == "__future__":
             # Python 2 compatibility lines in old tutorials: accepted, no effect
             for a in s.names:
-                if a.name not in _FUTURE_FEATURES:
+                if a.name not in _FUTURE_FEATURES and a.name != "*":
                     raise self.error(f"future feature {a.name} is not defined", span_of(a))
             return [_at(py.Pass(), s)]
         mod = self.temp()
