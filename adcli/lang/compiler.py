@@ -50,12 +50,6 @@ __all__ = ["Options", "translate", "stmt_span"]
 _GUARDED = frozenset({"+", "*", "**", "%"})
 _COMPOUND = (py.If, py.While, py.For, py.Try, py.With, py.FunctionDef, py.ClassDef)
 _VALUE_NODES = (py.Call, py.BinOp, py.UnaryOp, py.Compare, py.Subscript)
-_COMPREHENSIONS = {
-    "ListComp": (py.ListComp, ("elt",)),
-    "SetComp": (py.SetComp, ("elt",)),
-    "GeneratorExp": (py.GeneratorExp, ("elt",)),
-    "DictComp": (py.DictComp, ("key", "value")),
-}
 # Values that are never of a watched type (a host's tensor): no hook after `x = ...`.
 _NEVER_WATCHED = (py.Constant, py.List, py.Dict, py.Tuple, py.Set, py.JoinedStr, py.Lambda)
 _NEVER_WATCHED += (py.ListComp, py.DictComp, py.SetComp, py.GeneratorExp)
@@ -450,7 +444,21 @@ class Translator:
 
     def expr(self, n: py.AST) -> py.expr:
         """Translate one expression."""
-        return getattr(self, "e_" + type(n).__name__)(n)
+        return getattr(self, "e_" + type(n).__name__, self.same)(n)
+
+    def same(self, n: Any) -> Any:
+        """A node that means in a script what it means in Python (a display, a
+        conditional, a slice, `yield`, `and`/`or`, `pass`, `return`...): the same
+        node, its expressions translated."""
+        fields = {}
+        for name in n._fields:
+            v = getattr(n, name)
+            if isinstance(v, py.expr):
+                v = self.expr(v)
+            elif type(v) is list:
+                v = [self.expr(x) if isinstance(x, py.expr) else x for x in v]
+            fields[name] = v
+        return _at(type(n)(**fields), n)
 
     def e_Constant(self, n: py.Constant) -> py.expr:
         return _at(_const(n.value), n)
@@ -479,19 +487,6 @@ class Translator:
         conversion = chr(f.conversion) if f.conversion != -1 else None
         call = _at(_call("ad$fmt", value, _const(conversion), spec), f)
         return _at(py.FormattedValue(value=call, conversion=-1, format_spec=None), f)
-
-    def e_List(self, n: py.List) -> py.expr:
-        return _at(py.List(elts=[self.expr(e) for e in n.elts], ctx=py.Load()), n)
-
-    def e_Tuple(self, n: py.Tuple) -> py.expr:
-        return _at(py.Tuple(elts=[self.expr(e) for e in n.elts], ctx=py.Load()), n)
-
-    def e_Set(self, n: py.Set) -> py.expr:
-        return _at(py.Set(elts=[self.expr(e) for e in n.elts]), n)
-
-    def e_Dict(self, n: py.Dict) -> py.expr:
-        keys = [self.expr(k) if k is not None else None for k in n.keys]
-        return _at(py.Dict(keys=keys, values=[self.expr(v) for v in n.values]), n)
 
     def binop(self, n: py.BinOp, left: py.expr, right: py.expr, ints: bool = False) -> py.expr:
         """`left op right`; with `ints` both are known ints: native, nothing to watch."""
@@ -582,9 +577,6 @@ class Translator:
             return node
         return self.watched(node, n)
 
-    def e_BoolOp(self, n: py.BoolOp) -> py.expr:
-        return _at(py.BoolOp(op=n.op, values=[self.expr(v) for v in n.values]), n)
-
     def e_Compare(self, n: py.Compare, watch: bool = True) -> py.expr:
         if len(n.ops) > 1 and not self.ctx.no_walrus:
             node = self.chain(n)
@@ -622,10 +614,6 @@ class Translator:
         if type(n) is py.Compare:
             return self.e_Compare(n, watch=False)  # type: ignore[arg-type]
         return self.expr(n)
-
-    def e_IfExp(self, n: py.IfExp) -> py.expr:
-        node = py.IfExp(test=self.expr(n.test), body=self.expr(n.body), orelse=self.expr(n.orelse))
-        return _at(node, n)
 
     def arguments(self, a: py.arguments) -> py.arguments:
         """Parameters renamed as script names, defaults translated."""
@@ -677,14 +665,6 @@ class Translator:
         node = py.Subscript(value=self.expr(n.value), slice=self.expr(n.slice), ctx=py.Load())
         return self.watched(_at(node, n), n)
 
-    def e_Slice(self, n: py.Slice) -> py.expr:
-        node = py.Slice(
-            lower=self.expr(n.lower) if n.lower is not None else None,
-            upper=self.expr(n.upper) if n.upper is not None else None,
-            step=self.expr(n.step) if n.step is not None else None,
-        )
-        return _at(node, n)
-
     def comprehension(self, gens: list[py.comprehension]) -> list[py.comprehension]:
         """The loops of a comprehension, each counting a step per item (``ad$next``)."""
         out = []
@@ -699,23 +679,15 @@ class Translator:
 
     def e_comp(self, n: Any) -> py.expr:
         """List, set, dict comprehensions and generator expressions: Python's own."""
-        make, fields = _COMPREHENSIONS[type(n).__name__]
         in_class_body = self.ctx.klass and not self.ctx.function
         # a generator runs later, when a loop's int variable may hold anything
         ints = frozenset() if type(n) is py.GeneratorExp else self.ctx.ints
         with self.inside(no_walrus=self.ctx.no_walrus or in_class_body, ints=ints):
-            parts = {f: self.expr(getattr(n, f)) for f in fields}
-            node = make(**parts, generators=self.comprehension(n.generators))
+            parts = {f: self.expr(getattr(n, f)) for f in n._fields if f != "generators"}
+            node = type(n)(**parts, generators=self.comprehension(n.generators))
             return _at(node, n.generators[0].iter)  # `[i for i in 5]` fails there
 
     e_ListComp = e_SetComp = e_DictComp = e_GeneratorExp = e_comp
-
-    def e_Yield(self, n: Any) -> py.expr:
-        value = self.expr(n.value) if n.value is not None else None
-        return _at(py.Yield(value=value), n)
-
-    def e_Starred(self, n: Any) -> py.expr:
-        return _at(py.Starred(value=self.expr(n.value), ctx=py.Load()), n)
 
     # ------------------------------------------------------------ targets
 
@@ -794,7 +766,8 @@ class Translator:
         return span_of(body[0]) if body else Span(1, 1, 1, 2)
 
     def stmt(self, s: py.AST) -> list[py.stmt]:
-        out = getattr(self, "s_" + type(s).__name__)(s)
+        method = getattr(self, "s_" + type(s).__name__, None)
+        out = method(s) if method is not None else [self.same(s)]
         if self.opt.statements:
             k = _const(self.span_index(stmt_span(s, self.src)))
             hook = _at(py.Expr(_call("ad$st", k)), stmt_span(s, self.src))
@@ -898,19 +871,6 @@ class Translator:
             store = py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Store())
             out.append(_at(py.Assign(targets=[_at(store, t)], value=result), s))
         return _locate(out, s)  # type: ignore[return-value]
-
-    def s_Pass(self, s: py.Pass) -> list[py.stmt]:
-        return [_at(py.Pass(), s)]
-
-    def s_Break(self, s: py.Break) -> list[py.stmt]:
-        return [_at(py.Break(), s)]
-
-    def s_Continue(self, s: py.Continue) -> list[py.stmt]:
-        return [_at(py.Continue(), s)]
-
-    def s_Return(self, s: py.Return) -> list[py.stmt]:
-        value = self.expr(s.value) if s.value is not None else None
-        return [_at(py.Return(value=value), s)]
 
     def s_Raise(self, s: py.Raise) -> list[py.stmt]:
         if s.exc is None:
