@@ -31,7 +31,7 @@ from lark import Token, Tree
 from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.source import Source, Span
 
-__all__ = ["Builder", "validate", "span_of", "place", "is_elif", "MAX_NESTING"]
+__all__ = ["Builder", "validate", "span_of", "place", "is_elif", "children", "MAX_NESTING"]
 
 # Deepest nesting of expressions/blocks a script may have. Flat chains
 # (a + b + c, x.f().g[0], if/elif) do not count, parentheses alone do not count.
@@ -77,6 +77,20 @@ def place(node: Any, span: Span) -> Any:
     node.end_lineno = span.end_line
     node.end_col_offset = span.end_column - 1
     return node
+
+
+def children(node: py.AST) -> list[py.AST]:
+    """The child nodes of `node` but its operators and contexts (``Load()``...): as
+    `ast.iter_child_nodes`, several times faster (no generators)."""
+    out: list[py.AST] = []
+    for name in node._fields:
+        v = getattr(node, name, None)
+        if type(v) is list:
+            if name != "ops":
+                out.extend(x for x in v if isinstance(x, py.AST))
+        elif isinstance(v, py.AST) and name != "ctx" and name != "op":
+            out.append(v)
+    return out
 
 
 def is_elif(node: py.AST) -> bool:
@@ -997,7 +1011,6 @@ def _strip_strings(text: str) -> str:
 # Parts of a node that add no run-time nesting of their own.
 _WRAPPERS = (py.arguments, py.arg, py.keyword, py.comprehension, py.withitem)
 _WRAPPERS += (py.ExceptHandler, py.alias)
-_LEAVES = (py.expr_context, py.operator, py.boolop, py.unaryop, py.cmpop)
 _CHAIN_PARENTS = (py.Attribute, py.Subscript, py.Call)
 _SCOPES = (py.FunctionDef, py.Lambda, py.ClassDef)
 
@@ -1055,7 +1068,6 @@ def validate(module: py.Module) -> None:
         if t in _SCOPES:
             in_func, in_loop = t is not py.ClassDef, False
         loop_body = {id(s) for s in node.body} if t in (py.While, py.For) else ()
-        for child in py.iter_child_nodes(node):
-            if not isinstance(child, _LEAVES):
-                step = 1 if t in _SCOPES else _nests(node, child)
-                stack.append((child, depth + step, in_func, in_loop or id(child) in loop_body))
+        for child in children(node):
+            step = 1 if t in _SCOPES else _nests(node, child)
+            stack.append((child, depth + step, in_func, in_loop or id(child) in loop_body))

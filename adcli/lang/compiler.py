@@ -40,7 +40,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from adcli.lang.build import TEXT, is_elif, span_of
+from adcli.lang.build import TEXT, children, is_elif, span_of
 from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.guard import DEFINABLE_DUNDERS
 from adcli.lang.source import Source, Span
@@ -214,7 +214,7 @@ def _makes_calls(body: list) -> bool:
         n = stack.pop()
         if type(n) is py.Call:
             return True
-        stack.extend(py.iter_child_nodes(n))
+        stack.extend(children(n))
     return False
 
 
@@ -284,7 +284,7 @@ def _scan(module: py.Module) -> tuple[set[str], set[str]]:
         elif type(n) is py.arg:
             bound.add(n.arg)
         bound.update(_binders(n))
-        stack.extend(py.iter_child_nodes(n))
+        stack.extend(children(n))
     return bound, shared
 
 
@@ -296,7 +296,7 @@ def _own_scope(body: list) -> Iterator[py.AST]:
         n = stack.pop()
         yield n
         if not isinstance(n, (py.FunctionDef, py.Lambda, py.ClassDef)):
-            stack.extend(py.iter_child_nodes(n))
+            stack.extend(children(n))
 
 
 def _rebound(body: list) -> set[str]:

@@ -337,7 +337,11 @@ class Interpreter:
 
     def _register(self, code: types.CodeType, module: py.Module, source: Source) -> None:
         lines: dict[int, list[tuple[Span, Span]]] = {}
-        for n in py.walk(module):  # (breadth first: outer statements first)
+        stack: list[Any] = list(module.body)
+        while stack:  # outer statements first
+            n = stack.pop()
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                stack.extend(getattr(n, field, ()))
             if isinstance(n, py.stmt) and not is_elif(n):  # an elif is its if's statement
                 sp = span_of(n)
                 for line in range(sp.line, sp.end_line + 1):
