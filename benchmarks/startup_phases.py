@@ -45,9 +45,6 @@ except ImportError:  # pragma: no cover
 import adcli.cli  # noqa: E402, F401
 
 mark("import adcli.cli (the rest of it)")
-import adcli.lang.ast  # noqa: E402, F401
-
-mark("import adcli.lang.ast")
 import adcli.autograd.tensor  # noqa: E402, F401
 
 mark("import adcli.autograd (tensor, ops, functions, ...)")

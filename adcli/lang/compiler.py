@@ -1,8 +1,10 @@
-"""What each .ad construct becomes in Python: the .ad AST -> a Python `py.Module`.
+"""What each .ad construct becomes in Python: the parsed script -> the module CPython runs.
 
-CPython then compiles and runs it (see `adcli.lang.evaluator`). Every
-generated node carries the .ad node's position (columns are the script's
-character columns), so a code object's positions map straight back to spans.
+The parser (`adcli.lang.build`) gives the script as Python's own `ast.Module`;
+this module turns it into a guarded one, which CPython then compiles and runs
+(see `adcli.lang.evaluator`). Every generated node carries the script node's
+position (columns are the script's character columns), so a code object's
+positions map straight back to spans.
 
 The generated code refers to hidden runtime names spelled with a "$" (no
 script identifier can spell one); they live in the builtins dict of the
