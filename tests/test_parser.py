@@ -324,7 +324,9 @@ def test_fstring_field_spans_point_into_the_script() -> None:
     source = Source("t.ad", "s = f'ab{x + y:>{w}}' + f'''\n{  z }'''\n")
     names = [n for n in walk(parse(source)) if isinstance(n, ast.Name)]
     spans = [span_of(n) for n in names]
-    assert [(n.id, s.line, s.column, source.snippet(s)) for n, s in zip(names, spans, strict=True)] == [
+    assert [
+        (n.id, s.line, s.column, source.snippet(s)) for n, s in zip(names, spans, strict=True)
+    ] == [
         ("s", 1, 1, "s"),
         ("x", 1, 10, "x"),
         ("y", 1, 14, "y"),
