@@ -334,11 +334,11 @@ class Builder:
     def r_raise_stmt(self, c: list) -> py.Raise:
         return self.at(py.Raise(exc=c[1], cause=c[2]), c)
 
-    def r_global_stmt(self, c: list) -> py.Global:
-        return self.at(py.Global(names=[str(t) for t in c[1:]]), c)
+    def r_global_stmt(self, c: list) -> py.Global | py.Nonlocal:
+        kind = py.Global if c[0] == "global" else py.Nonlocal
+        return self.at(kind(names=[str(t) for t in c[1:]]), c)
 
-    def r_nonlocal_stmt(self, c: list) -> py.Nonlocal:
-        return self.at(py.Nonlocal(names=[str(t) for t in c[1:]]), c)
+    r_nonlocal_stmt = r_global_stmt
 
     def r_del_stmt(self, c: list) -> py.Delete:
         target = c[1]

@@ -880,11 +880,10 @@ class Translator:
         cause = self.expr(s.cause) if s.cause is not None else None
         return [_at(py.Raise(exc=self.expr(s.exc), cause=cause), s)]
 
-    def s_Global(self, s: py.Global) -> list[py.stmt]:
-        return [_at(py.Global(names=[_script_name(n) for n in s.names]), s)]
+    def s_Global(self, s: py.Global | py.Nonlocal) -> list[py.stmt]:
+        return [_at(type(s)(names=[_script_name(n) for n in s.names]), s)]
 
-    def s_Nonlocal(self, s: py.Nonlocal) -> list[py.stmt]:
-        return [_at(py.Nonlocal(names=[_script_name(n) for n in s.names]), s)]
+    s_Nonlocal = s_Global
 
     def s_Delete(self, s: py.Delete) -> list[py.stmt]:
         out: list[py.stmt] = []
