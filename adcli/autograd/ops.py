@@ -3374,7 +3374,13 @@ def broadcast_to(input: Tensor, size: Any) -> Tensor:
     return expand(input, _int_tuple("broadcast_to", "size", 2, size))
 
 
-def _broadcast_to_method(self: Tensor, *size: Any) -> Tensor:
+def _broadcast_to_method(self: Tensor, *size: Any, **kw: Any) -> Tensor:
+    """`x.broadcast_to(2, 3)`, `x.broadcast_to((2, 3))` or `x.broadcast_to(size=(2, 3))`."""
+    if "size" in kw and not size:
+        size = (kw.pop("size"),)
+    if kw:
+        name = next(iter(kw))
+        raise TypeError(f"broadcast_to() got an unexpected keyword argument '{name}'")
     return expand(self, *size)
 
 

@@ -154,13 +154,19 @@ def run_torch(text: str) -> Outcome:
 
 
 _MODULES_DIR = os.sep + os.path.join("torch", "nn", "modules") + os.sep
+# the autograd engine's entry: a warning its C++ raises during a backward (anomaly
+# mode's "Error detected in") is attributed there
+_ENGINE_ENTRY = os.sep + os.path.join("torch", "autograd", "graph.py")
 
 
 def _record_warning(caught: list[Any], msg: Any) -> None:
     """Record a warning of the torch run. One that a torch.nn module's forward passes on
-    from a functional (stacklevel=2 lands in torch/nn/modules/) is located at the
-    program's line that called the module, where the program sees it (and adcli gives it)."""
-    if msg.filename != FILENAME and _MODULES_DIR in msg.filename:
+    from a functional (stacklevel=2 lands in torch/nn/modules/), or that the engine
+    raises during a backward, is located at the program's line that called the module
+    or the backward, where the program sees it (and adcli gives it)."""
+    if msg.filename != FILENAME and (
+        _MODULES_DIR in msg.filename or msg.filename.endswith(_ENGINE_ENTRY)
+    ):
         f = sys._getframe(1)
         while f is not None and f.f_code.co_filename != FILENAME:
             f = f.f_back
