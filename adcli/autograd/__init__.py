@@ -12,7 +12,18 @@ fills as it loads (`tensor.ops`, `ops.F`, `tensor.engine`, `ops.BATCHED`, ...). 
 them all here means importing any part of the package wires the whole core.
 """
 
-from . import batched, engine, forward_ad, functions, legacy, node, ops, tensor, vmapping
+from . import (
+    batched,
+    engine,
+    forward_ad,
+    functions,
+    legacy,
+    node,
+    ops,
+    profiler,
+    tensor,
+    vmapping,
+)
 
 __all__ = [
     "batched",
@@ -22,6 +33,7 @@ __all__ = [
     "legacy",
     "node",
     "ops",
+    "profiler",
     "tensor",
     "vmapping",
 ]

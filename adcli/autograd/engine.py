@@ -95,6 +95,11 @@ anomaly_check: Callable[[Node, Sequence[Tensor | None]], None] | None = None
 
 _FIRST = 1 << 62  # AccumulateGrad's seq
 
+# The open `torch.autograd.profiler.profile` (adcli/autograd/profiler.py sets it), else
+# None: a pass then records PyTorch's two events per node it runs.
+prof: Any = None
+_EVALUATE = "autograd::engine::evaluate_function: "
+
 
 def _tensors_arg(v: Any) -> list[Any]:
     """`(v,)` for a tensor, else `tuple(v)`, as torch.autograd reads outputs and inputs
@@ -136,6 +141,8 @@ def _make_grads(roots: list[Any], grads: list[Any]) -> list[Tensor | None]:
                 if r.data_.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 g = Tensor._make(np.ones(r.data_.shape, r.data_.dtype))
+                if prof is not None:  # PyTorch's ones_like (an empty_like, then fill_)
+                    _ones_like_events(prof)
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         out.append(g)
@@ -328,6 +335,8 @@ def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
         if type(cur._vc) is ZeroCounter:
             buf[i] = g  # PyTorch's buffer adds to an efficient zero out of place: g as is
         else:  # no graph to record: add the arrays (PyTorch adds in place: a zero g is +0)
+            if prof is not None:
+                _instant(prof, ("aten::add_",))
             buf[i] = Tensor._make(cur.data_ + g.data_)
     else:
         buf[i] = cur + g
@@ -362,6 +371,7 @@ def _run(
             _accumulate(buf, nr, g)
         heap: list[tuple[int, int, Node]] = []
         tie = 0
+        p_event = None
         for node in dict.fromkeys(root_nodes):
             if deps[node] == 0:
                 heapq.heappush(heap, (_rank(node), tie, node))
@@ -375,6 +385,7 @@ def _run(
         single: Node | None = None
         heappush, heappop = heapq.heappush, heapq.heappop
         node = None
+        p = prof
         while True:
             if single is not None:
                 node, single = single, None
@@ -382,6 +393,10 @@ def _run(
                 node = heappop(heap)[2]
             else:
                 break
+            if p is not None:  # one range per node, closed when the next starts
+                if p_event is not None:
+                    p.end(p_event)
+                p_event = p.begin(_EVALUATE + node.name())
             grads = buffers.pop(node, None) or [None] * _n_outputs(node)
             if needed is not None and node not in needed:
                 # PyTorch still calls the tensor hooks of a node it reached (a root's)
@@ -401,7 +416,10 @@ def _run(
                     if grads[0] is not None:
                         captured[(id(node), 0)] = grads[0]
                 elif accumulate:
-                    _accumulate_grad(node, grads[0], create_graph)
+                    if p is not None:
+                        _profiled_accumulate(p, node, grads[0], create_graph)
+                    else:
+                        _accumulate_grad(node, grads[0], create_graph)
                     _post_accumulate_hooks(node)
                     if node.pre_hooks:
                         _post_hooks(node, (), grads)
@@ -430,7 +448,13 @@ def _run(
             if trace:
                 entry = TraceEntry(node, tuple(grads), changed)
                 entries.append(entry)
-            if (
+            if p is not None:
+                ev = p.begin(node.name())
+                try:
+                    outs = _apply(node, grads, needed)
+                finally:
+                    p.end(ev)
+            elif (
                 node.multi_output
                 or node.pre_hooks
                 or anomaly_check is not None
@@ -496,6 +520,8 @@ def _run(
         raise
     finally:
         grad_mode.state.enabled = prev_mode
+        if p_event is not None:
+            p.end(p_event)
     if event.kind == "backward":
         _notify(event)
 
@@ -518,6 +544,38 @@ def _report_anomaly(node: Node) -> None:
             "Enable detect anomaly during forward pass for more information."
             f"{_TRIGGERED}python_anomaly_mode.cpp:100.)"
         )
+
+
+def _ones_like_events(p: Any) -> None:
+    """The ranges of PyTorch's ones_like for an implicit root gradient."""
+    outer = p.begin("aten::ones_like")
+    _instant(p, ("aten::empty_like", "aten::empty_strided"))
+    _instant(p, ("aten::fill_",))
+    p.end(outer)
+
+
+def _instant(p: Any, names: tuple[str, ...]) -> None:
+    """Nested ranges PyTorch records where adcli computes on arrays directly."""
+    first = p.begin(names[0])
+    for name in names[1:]:
+        p.begin(name)
+    p.end(first)
+
+
+def _profiled_accumulate(p: Any, node: AccumulateGrad, g: Tensor | None, create: bool) -> None:
+    """AccumulateGrad under the profiler: its range, with what PyTorch does inside (a
+    first gradient is taken as a detached alias, a later one added in place)."""
+    var = node.variable
+    ev = p.begin(node.name())
+    try:
+        if var is not None and g is not None and var._requires_grad:
+            if var._grad is None and not create:
+                _instant(p, ("aten::detach", "detach"))
+            elif var._grad is not None and not create:
+                _instant(p, ("aten::add_",))
+        _accumulate_grad(node, g, create)
+    finally:
+        p.end(ev)
 
 
 def _n_outputs(node: Node) -> int:

@@ -422,6 +422,8 @@ class Function(Node):
         operand, as PyTorch's wrapped scalar in `x * 2`, which gets a constant
         `(None, 0)` edge like any tensor that does not require grad (ops.py passes
         numbers only to rows whose forward reads them with `_d`)."""
+        if prof_hook is not None:  # a profile is open (profiler.py): it records, then applies
+            return prof_hook(cls, inputs, params)
         ctx = cls.__new__(cls)
         ctx.saved = ()
         record = False
@@ -595,6 +597,9 @@ def _result_dtype(data: Any) -> Any:
 # forward_ad.propagate while a dual level is open, else None: `apply` calls it with the
 # node, its inputs and its output(s), so an op costs one test when no level is open.
 fw_hook: Callable[..., None] | None = None
+
+# profiler._record_apply while a `torch.autograd.profiler.profile` is open, else None.
+prof_hook: Callable[..., Any] | None = None
 
 # True while an in-place op runs as its out-of-place form: PyTorch's in-place kernels
 # record on an integer or bool tensor that requires grad (a fill_ or copy_ of a float

@@ -600,6 +600,8 @@ class Tensor:
         index_put_ into expanded memory: the last value written to an element stays).
         """
         self._check_inplace(args)
+        if _node.prof_hook is not None:  # a profile is open: the op's name ends in "_"
+            _node.prof_hook.mark_inplace()  # type: ignore[attr-defined]
         if args and any(is_efficient_zero(a) for a in args):  # in place, PyTorch adds real zeros
             args = tuple(_materialized(a) for a in args)
         if not _overlap_ok:

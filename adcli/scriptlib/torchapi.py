@@ -22,6 +22,7 @@ from adcli.autograd import (
     lr_scheduler,
     ops,
     optim,
+    profiler,
     signatures,
 )
 from adcli.autograd import functions as F
@@ -408,6 +409,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         "gradgradcheck": _gradcheck.gradgradcheck,
         "Function": custom.Function,
         "function": "module:torch.autograd.function",
+        "profiler": "module:torch.autograd.profiler",
     }
     # custom autograd Functions (adcli/autograd/custom.py)
     autograd_function = {
@@ -467,6 +469,10 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     torch["func"] = "module:torch.func"
     tables["torch.autograd.forward_ad"] = forward_ad.module_members()
     tables["torch.func"] = func.module_members()
+    # the profiler (adcli/autograd/profiler.py)
+    torch["profiler"] = "module:torch.profiler"
+    tables["torch.autograd.profiler"] = profiler.autograd_profiler_members()
+    tables["torch.profiler"] = profiler.torch_profiler_members()
     # torch.nn's modules, init, utils and parameter, and more functional names (adcli/nn)
     for name, members in _nn.tables().items():
         tables.setdefault(name, {}).update(members)

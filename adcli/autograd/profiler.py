@@ -1,0 +1,675 @@
+"""torch.autograd.profiler: `profile`, `record_function`, `key_averages().table()`.
+
+While a `profile` context is open, every operation a script applies (one
+`Function.apply`, see node.py) is one event named as PyTorch's dispatcher names it
+(`aten::mul`), and every node the backward engine runs gives PyTorch's two nested
+events (`autograd::engine::evaluate_function: MulBackward0` around `MulBackward0`), with
+the operations its formula applies inside. Times are wall-clock microseconds; an
+event's self time is its total less its children's totals, as PyTorch counts them.
+
+When no profile is open, `node.prof_hook` and `engine.prof` are None: an operation
+pays one global test.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from . import node as _node
+
+# The open profile (one at a time, as PyTorch's per-thread profiler state).
+active: Profile | None = None
+
+_NOT_FINISHED = "Expected profiling results"
+_ALREADY = "Profiler is already enabled on this thread"
+
+# Function rows whose PyTorch op is not the snake-case of the grad_fn's stem, or that
+# PyTorch records inside a public op (outer names first).
+_NAMES: dict[str, tuple[str, ...]] = {
+    "Log1PBackward0": ("aten::log1p",),
+    "ToCopyBackward0": ("aten::to", "aten::_to_copy"),
+    "UnsafeViewBackward0": ("aten::_unsafe_view",),
+    "ReshapeAliasBackward0": ("aten::reshape", "aten::view"),
+    "SoftmaxBackward0": ("aten::softmax", "aten::_softmax"),
+    "LogSoftmaxBackward0": ("aten::log_softmax", "aten::_log_softmax"),
+    "SoftmaxBackwardDataBackward0": ("aten::_softmax_backward_data",),
+    "LogSoftmaxBackwardDataBackward0": ("aten::_log_softmax_backward_data",),
+    "PreluKernelBackward0": ("aten::prelu", "aten::_prelu_kernel"),
+    "PreluKernelBackwardBackward0": ("aten::_prelu_kernel_backward",),
+    "TrilinearBackward0": ("aten::_trilinear",),
+    "IndexPutImplBackward0": ("aten::_index_put_impl_",),
+    "IndexPutBackward0": ("aten::index_put_",),
+    "CopyBackwards": ("aten::copy_",),
+    "CopySlices": ("aten::copy_",),
+    "ZeroBackward0": ("aten::zero_",),
+    "FillBackward2": ("aten::fill_",),
+    "FillBackward3": ("aten::fill_",),
+    "NllLossBackward0": ("aten::nll_loss", "aten::nll_loss_forward"),
+    "NllLossBackwardBackward0": ("aten::nll_loss_backward",),
+    "SumBackward1": ("aten::sum",),
+    "NotImplemented": ("aten::floor_divide",),
+    "Identity": ("aten::alias",),
+    "NormalBackward1": ("aten::normal",),
+    "NormalBackward2": ("aten::normal",),
+    "NormalBackward3": ("aten::normal",),
+}
+_STEM = re.compile(r"Backward\d*$")
+_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_cache: dict[type, tuple[str, ...]] = {}
+
+
+def aten_names(cls: type) -> tuple[str, ...]:
+    """The events PyTorch records for one application of Function row `cls`, outermost
+    first: `aten::` and the snake-case stem of its grad_fn name (MseLossBackward0 ->
+    aten::mse_loss, TanhBackwardBackward0 -> aten::tanh_backward), or `_NAMES`' entry."""
+    names = _cache.get(cls)
+    if names is None:
+        gname = getattr(cls, "grad_fn_name", cls.__name__)
+        names = _NAMES.get(gname)
+        if names is None:
+            stem = _STEM.sub("", gname) or gname
+            names = ("aten::" + _WORD.sub("_", stem).lower(),)
+        _cache[cls] = names
+    return names
+
+
+class FunctionEvent:
+    """One recorded range: its name (`key`), times in microseconds, its children."""
+
+    __ad_attrs__ = frozenset(
+        {
+            "name",
+            "key",
+            "count",
+            "cpu_time",
+            "cpu_time_total",
+            "self_cpu_time_total",
+            "input_shapes",
+            "cpu_children",
+            "cpu_parent",
+            "device_time_total",
+            "self_device_time_total",
+            "cuda_time_total",
+            "self_cuda_time_total",
+        }
+    )
+    __ad_type_name__ = "FunctionEvent"
+
+    def __init__(self, name: str, start: int, shapes: list[list[int]], parent: Any) -> None:
+        self.name = name
+        self.start_ns = start
+        self.end_ns = start
+        self.input_shapes = shapes
+        self.cpu_parent = parent
+        self.cpu_children: list[FunctionEvent] = []
+        self.count = 1
+        self.device_time_total = self.self_device_time_total = 0.0
+        self.cuda_time_total = self.self_cuda_time_total = 0.0
+
+    @property
+    def key(self) -> str:
+        """What key_averages groups by: the name."""
+        return self.name
+
+    @property
+    def cpu_time_total(self) -> float:
+        """Wall time from start to end, in microseconds."""
+        return (self.end_ns - self.start_ns) / 1000.0
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        """The total less the children's totals."""
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def cpu_time(self) -> float:
+        """The average per call (one call)."""
+        return self.cpu_time_total
+
+    def __repr__(self) -> str:
+        return (
+            f"<FunctionEvent name={self.name} cpu_time={_format_time(self.cpu_time_total)} "
+            f"input_shapes={self.input_shapes}>"
+        )
+
+
+class FunctionEventAvg:
+    """Events of one key added up: count, total and self times (microseconds)."""
+
+    __ad_attrs__ = frozenset(
+        {
+            "key",
+            "count",
+            "cpu_time",
+            "cpu_time_total",
+            "self_cpu_time_total",
+            "input_shapes",
+            "device_time_total",
+            "self_device_time_total",
+            "cuda_time_total",
+            "self_cuda_time_total",
+            "cpu_memory_usage",
+        }
+    )
+    __ad_type_name__ = "FunctionEventAvg"
+
+    def __init__(self, key: str | None, input_shapes: Any) -> None:
+        self.key = key
+        self.input_shapes = input_shapes
+        self.count = 0
+        self.cpu_time_total = 0.0
+        self.self_cpu_time_total = 0.0
+        self.device_time_total = self.self_device_time_total = 0.0
+        self.cuda_time_total = self.self_cuda_time_total = 0.0
+        self.cpu_memory_usage = 0
+
+    def add(self, other: Any) -> FunctionEventAvg:
+        """Add an event (or another average) in."""
+        self.count += other.count
+        self.cpu_time_total += other.cpu_time_total
+        self.self_cpu_time_total += other.self_cpu_time_total
+        return self
+
+    @property
+    def cpu_time(self) -> float:
+        """The average time per call."""
+        return 0.0 if self.count == 0 else self.cpu_time_total / self.count
+
+    def __repr__(self) -> str:
+        return (
+            f"<FunctionEventAvg key={self.key} self_cpu_time="
+            f"{_format_time(self.self_cpu_time_total)} cpu_time={_format_time(self.cpu_time)}  "
+            "self_cuda_time=0.000us cuda_time=0.000us input_shapes="
+            f"{self.input_shapes if self.input_shapes is not None else []} "
+            "cpu_memory_usage=0 cuda_memory_usage=0>"
+        )
+
+
+class EventList(list):  # type: ignore[type-arg]
+    """A list of events (or of averages) that can print PyTorch's summary table."""
+
+    __ad_attrs__ = frozenset(
+        {"table", "key_averages", "total_average", "self_cpu_time_total", "append"}
+    )
+    __ad_type_name__ = "EventList"
+
+    def table(
+        self,
+        sort_by: str | None = None,
+        row_limit: int = 100,
+        max_src_column_width: int = 75,
+        max_name_column_width: int = 55,
+        max_shapes_column_width: int = 80,
+        header: str | None = None,
+        top_level_events_only: bool = False,
+        time_unit: str | None = None,
+    ) -> str:
+        """PyTorch's summary table: one row per entry, sorted by `sort_by` (largest first)."""
+        return build_table(
+            list(self),
+            sort_by,
+            row_limit,
+            max_name_column_width,
+            max_shapes_column_width,
+            header,
+            top_level_events_only,
+            time_unit,
+        )
+
+    def __str__(self) -> str:
+        return self.table()
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        """The self times of all entries, added up (microseconds)."""
+        return sum(e.self_cpu_time_total for e in self)
+
+    def key_averages(self, group_by_input_shapes: bool = False) -> EventList:
+        """One average per name (and input shapes), in order of first appearance."""
+        groups: dict[Any, FunctionEventAvg] = {}
+        for e in self:
+            k = (e.key, str(e.input_shapes)) if group_by_input_shapes else e.key
+            avg = groups.get(k)
+            if avg is None:
+                shapes = e.input_shapes if group_by_input_shapes else None
+                avg = groups[k] = FunctionEventAvg(e.key, shapes)
+            avg.add(e)
+        return EventList(groups.values())
+
+    def total_average(self) -> FunctionEventAvg:
+        """Every entry added into one average, keyed "Total"."""
+        total = FunctionEventAvg("Total", None)
+        for e in self:
+            total.add(e)
+        return total
+
+
+class Profile:
+    """`torch.autograd.profiler.profile`: records the operations run inside the block."""
+
+    __ad_context__ = True
+    __ad_attrs__ = frozenset(
+        {
+            "key_averages",
+            "table",
+            "total_average",
+            "function_events",
+            "events",
+            "self_cpu_time_total",
+            "enabled",
+            "record_shapes",
+            "export_chrome_trace",
+        }
+    )
+    __ad_type_name__ = "profile"
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        *,
+        use_cuda: bool = False,
+        use_device: str | None = None,
+        record_shapes: bool = False,
+        with_flops: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_modules: bool = False,
+        use_kineto: bool = False,
+        use_cpu: bool = True,
+        experimental_config: Any = None,
+        acc_events: bool = False,
+        custom_trace_id_callback: Any = None,
+    ) -> None:
+        self.enabled = enabled
+        self.record_shapes = record_shapes
+        self._events: list[FunctionEvent] = []
+        self._stack: list[FunctionEvent] = []
+        self._finished: EventList | None = None
+        self._entered = False
+
+    # -- the context -------------------------------------------------------
+    def __enter__(self) -> Profile:
+        global active
+        if not self.enabled:
+            return self
+        if self._entered:
+            raise RuntimeError("Profiler context manager is not reentrant")
+        if active is not None:
+            raise RuntimeError(_ALREADY)
+        self._entered = True
+        active = self
+        _node.prof_hook = _record_apply
+        _set_engine(self)
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        global active
+        if not self.enabled or active is not self:
+            return False
+        active = None
+        _node.prof_hook = None
+        _set_engine(None)
+        now = time.perf_counter_ns()
+        while self._stack:  # ranges an error left open end here
+            self._stack.pop().end_ns = now
+        self._finished = EventList(self._events)
+        return False
+
+    # -- recording -----------------------------------------------------------
+    def begin(self, name: str, shapes: list[list[int]] | None = None) -> FunctionEvent:
+        """Open a range named `name` inside the innermost open one."""
+        parent = self._stack[-1] if self._stack else None
+        ev = FunctionEvent(
+            name, time.perf_counter_ns(), shapes if shapes is not None else [], parent
+        )
+        if parent is not None:
+            parent.cpu_children.append(ev)
+        self._events.append(ev)
+        self._stack.append(ev)
+        return ev
+
+    def end(self, ev: FunctionEvent) -> None:
+        """Close `ev` (and any range left open inside it)."""
+        now = time.perf_counter_ns()
+        stack = self._stack
+        while stack:
+            top = stack.pop()
+            top.end_ns = now
+            if top is ev:
+                break
+
+    # -- results -------------------------------------------------------------
+    @property
+    def function_events(self) -> EventList:
+        """Every recorded range, in the order they started."""
+        if self._finished is None:
+            raise AssertionError(_NOT_FINISHED)
+        return self._finished
+
+    def events(self) -> EventList:
+        """The recorded ranges (as `function_events`)."""
+        return self.function_events
+
+    def key_averages(
+        self,
+        group_by_input_shape: bool = False,
+        group_by_stack_n: int = 0,
+        group_by_overload_name: bool = False,
+    ) -> EventList:
+        """Averages of the events by name (and by input shapes when asked)."""
+        return self.function_events.key_averages(group_by_input_shape)
+
+    def total_average(self) -> FunctionEventAvg:
+        """All events added into one average."""
+        return self.function_events.total_average()
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        """The self times of all events, added up (microseconds)."""
+        return self.function_events.self_cpu_time_total
+
+    def table(
+        self,
+        sort_by: str | None = None,
+        row_limit: int = 100,
+        max_src_column_width: int = 75,
+        max_name_column_width: int = 55,
+        max_shapes_column_width: int = 80,
+        header: str | None = None,
+        top_level_events_only: bool = False,
+    ) -> str:
+        """The table of every event (not averaged), as PyTorch's `prof.table()`."""
+        return self.function_events.table(
+            sort_by,
+            row_limit,
+            max_src_column_width,
+            max_name_column_width,
+            max_shapes_column_width,
+            header,
+            top_level_events_only,
+        )
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def __repr__(self) -> str:
+        if self._finished is None:
+            return "<unfinished torch.autograd.profile>"
+        return str(self._finished)
+
+
+class record_function:
+    """A labelled range of the script's own: one event around the block while a
+    profile is open (nothing otherwise)."""
+
+    __ad_context__ = True
+    __ad_attrs__ = frozenset({"name", "args"})
+    __ad_type_name__ = "record_function"
+
+    def __init__(self, name: str, args: str | None = None) -> None:
+        self.name = name
+        self.args = args
+        self._ev: FunctionEvent | None = None
+        self._prof: Profile | None = None
+
+    def __enter__(self) -> record_function:
+        if active is not None:
+            self._prof = active
+            self._ev = active.begin(self.name)
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        if self._prof is not None and self._ev is not None:
+            self._prof.end(self._ev)
+        self._prof = self._ev = None
+        return False
+
+
+def _shapes(inputs: Iterable[Any]) -> list[list[int]]:
+    return [list(t.data_.shape) if hasattr(t, "data_") else [] for t in inputs]
+
+
+def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """Function.apply while a profile is open: the op's events around the real apply
+    (hook off meanwhile, so the apply below runs as usual)."""
+    prof = active
+    if prof is None:  # pragma: no cover (the hook is removed with the profile)
+        _node.prof_hook = None
+        return cls.apply(*inputs, **params)  # type: ignore[attr-defined]
+    names = aten_names(cls)
+    if prof.pending_inplace:  # (Tensor._inplace runs `add_` as `add`, then writes)
+        prof.pending_inplace = False
+        if not names[-1].endswith("_"):
+            names = names[:-1] + (names[-1] + "_",)
+    shapes = _shapes(inputs) if prof.record_shapes else None
+    first = prof.begin(names[0], shapes)
+    for name in names[1:]:
+        prof.begin(name, shapes)
+    _node.prof_hook = None
+    try:
+        return cls.apply(*inputs, **params)  # type: ignore[attr-defined]
+    finally:
+        _node.prof_hook = _record_apply
+        prof.end(first)
+
+
+Profile.pending_inplace = False  # type: ignore[attr-defined]
+
+
+def mark_inplace() -> None:
+    """The next op recorded is an in-place one (`add_`): its name takes a trailing `_`."""
+    if active is not None:
+        active.pending_inplace = True  # type: ignore[attr-defined]
+
+
+_record_apply.mark_inplace = mark_inplace  # type: ignore[attr-defined]
+
+
+def _set_engine(prof: Profile | None) -> None:
+    from . import engine
+
+    engine.prof = prof
+
+
+# -- torch.profiler ------------------------------------------------------------
+class _Activity:
+    """One member of `torch.profiler.ProfilerActivity`."""
+
+    __ad_attrs__ = frozenset({"name", "value"})
+    __ad_type_name__ = "ProfilerActivity"
+
+    def __init__(self, name: str, value: int) -> None:
+        self.name = name
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<ProfilerActivity.{self.name}: {self.value}>"
+
+    def __str__(self) -> str:
+        return f"ProfilerActivity.{self.name}"
+
+
+class ProfilerActivity:
+    """`torch.profiler.ProfilerActivity`: CPU (the only one this CPU build records)."""
+
+    __ad_attrs__ = frozenset({"CPU", "CUDA", "XPU", "MTIA", "HPU", "PrivateUse1"})
+    CPU = _Activity("CPU", 0)
+    XPU = _Activity("XPU", 1)
+    MTIA = _Activity("MTIA", 2)
+    CUDA = _Activity("CUDA", 3)
+    HPU = _Activity("HPU", 4)
+    PrivateUse1 = _Activity("PrivateUse1", 5)
+
+
+class KinetoProfile(Profile):
+    """`torch.profiler.profile`: the same recording, with `activities`, `schedule`
+    (ignored: every step is recorded) and `step()`, `start()`, `stop()`."""
+
+    __ad_attrs__ = Profile.__ad_attrs__ | {"step", "start", "stop", "activities"}
+    __ad_type_name__ = "profile"
+
+    def __init__(
+        self,
+        *,
+        activities: Iterable[Any] | None = None,
+        schedule: Any = None,
+        on_trace_ready: Any = None,
+        record_shapes: bool = False,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_flops: bool = False,
+        with_modules: bool = False,
+        experimental_config: Any = None,
+        execution_trace_observer: Any = None,
+        acc_events: bool = False,
+        use_cuda: bool | None = None,
+        custom_trace_id_callback: Any = None,
+    ) -> None:
+        super().__init__(record_shapes=record_shapes)
+        self.activities = set(activities) if activities is not None else {ProfilerActivity.CPU}
+        self._on_trace_ready = on_trace_ready
+
+    def start(self) -> None:
+        """Begin recording (as entering the `with` block)."""
+        self.__enter__()
+
+    def stop(self) -> None:
+        """End recording (as leaving the `with` block)."""
+        self.__exit__(None, None, None)
+
+    def step(self) -> None:
+        """Mark a step boundary (no schedule is applied: all steps are recorded)."""
+
+    def __exit__(self, *exc: object) -> bool:
+        super().__exit__(*exc)
+        if self._on_trace_ready is not None and self._finished is not None:
+            self._on_trace_ready(self)
+        return False
+
+
+def autograd_profiler_members() -> dict[str, Any]:
+    """The names of `torch.autograd.profiler` a script can use."""
+    return {
+        "profile": Profile,
+        "record_function": record_function,
+        "EventList": EventList,
+        "FunctionEvent": FunctionEvent,
+        "FunctionEventAvg": FunctionEventAvg,
+    }
+
+
+def torch_profiler_members() -> dict[str, Any]:
+    """The names of `torch.profiler` a script can use."""
+    return {
+        "profile": KinetoProfile,
+        "record_function": record_function,
+        "ProfilerActivity": ProfilerActivity,
+    }
+
+
+# -- the table ---------------------------------------------------------------
+def _format_time(us: float) -> str:
+    """Microseconds as PyTorch prints them: s, ms or us with three decimals."""
+    if us >= 1e6:
+        return f"{us / 1e6:.3f}s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f}ms"
+    return f"{us:.3f}us"
+
+
+def _in_unit(us: float, unit: str | None) -> str:
+    if unit == "s":
+        return f"{us / 1e6:.3f}s"
+    if unit == "ms":
+        return f"{us / 1e3:.3f}ms"
+    if unit == "us":
+        return f"{us:.3f}us"
+    return _format_time(us)
+
+
+def _share(part: float, whole: float) -> str:
+    if whole == 0:
+        return "NaN"
+    return f"{part * 100.0 / whole:.2f}%"
+
+
+_SORT_KEYS = {"cuda": "device", "xpu": "device", "privateuse1": "device"}
+
+
+def _sort_attr(sort_by: str) -> str:
+    for old, new in _SORT_KEYS.items():
+        sort_by = sort_by.replace(old, new)
+    return sort_by
+
+
+def build_table(
+    events: list[Any],
+    sort_by: str | None,
+    row_limit: int,
+    max_name_width: int | None,
+    max_shapes_width: int | None,
+    header: str | None,
+    top_level_only: bool,
+    time_unit: str | None,
+) -> str:
+    """PyTorch's profiler summary: Name, Self CPU %, Self CPU, CPU total %, CPU total,
+    CPU time avg, # of Calls (and Input Shapes when recorded), each column 12 wide
+    (the name as wide as the longest, at most `max_name_width`), two spaces apart."""
+    if not events:
+        return ""
+    if sort_by is not None:
+        attr = _sort_attr(sort_by)
+        events = sorted(events, key=lambda e: getattr(e, attr), reverse=True)
+    with_shapes = any(e.input_shapes for e in events)
+    name_w = max(len(e.key) for e in events) + 4
+    if max_name_width is not None:
+        name_w = min(name_w, max_name_width)
+    shapes_w = max(len(str(e.input_shapes)) for e in events) + 4
+    if max_shapes_width is not None:
+        shapes_w = min(shapes_w, max_shapes_width)
+    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    headers.append("# of Calls")
+    widths = [name_w] + [12] * (len(headers) - 1)
+    if with_shapes:
+        headers.append("Input Shapes")
+        widths.append(shapes_w)
+
+    def row(values: list[Any]) -> str:
+        return "".join(f"{v!s:>{w}}  " for v, w in zip(values, widths, strict=True))
+
+    sep = "".join("-" * w + "  " for w in widths)
+    length = sum(w + 2 for w in widths) - 2
+    total = sum(e.self_cpu_time_total for e in events)
+    lines: list[str] = []
+    if header is not None:
+        lines += ["=" * length, header]
+    if top_level_only:
+        lines += ["=" * length, "This report only display top-level ops statistics"]
+    lines += [sep, row(headers), sep]
+    shown = 0
+    for e in events:
+        if shown == row_limit:
+            break
+        if top_level_only and getattr(e, "cpu_parent", None) is not None:
+            continue
+        shown += 1
+        name = e.key
+        if max_name_width is not None and len(name) >= max_name_width - 3:
+            name = name[: max_name_width - 3] + "..."
+        values = [
+            name,
+            _share(e.self_cpu_time_total, total),
+            _in_unit(e.self_cpu_time_total, time_unit),
+            _share(e.cpu_time_total, total),
+            _in_unit(e.cpu_time_total, time_unit),
+            _in_unit(e.cpu_time, time_unit),
+            e.count,
+        ]
+        if with_shapes:
+            values.append(str(e.input_shapes)[:shapes_w])
+        lines.append(row(values))
+    lines += [sep, f"Self CPU time total: {_in_unit(total, time_unit)}"]
+    return "\n".join(lines) + "\n"
