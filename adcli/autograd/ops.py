@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, grad_mode, ranges
+from . import node as _node
+from . import profiler as _profiler
 from . import sampling as _sampling
 from . import tensor as _tensor_module
 from .budget import check_broadcast, check_shape
@@ -1318,6 +1320,13 @@ def matmul(a: Any, b: Any) -> Tensor:
     grad_fns match: Dot, Mv, Mm, folded Mm/Mv + UnsafeView, or Bmm + UnsafeView)."""
     if type(a) is BATCHED or type(b) is BATCHED:  # inside vmap
         return batched_call("matmul", a, b)
+    if _node.prof_hook is not None:  # a profile is open: one aten::matmul range around
+        return _profiler.within("aten::matmul", _matmul, a, b)
+    return _matmul(a, b)
+
+
+def _matmul(a: Any, b: Any) -> Tensor:
+    """matmul's steps."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(
             f"matmul(): argument 'other' (position 2) must be Tensor, not {_type_name(b)}"
@@ -1395,6 +1404,12 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     has one element per output feature, else matmul + add_), as PyTorch 2.13 does."""
     if BATCHED is not None and BATCHED in (type(x), type(weight), type(bias)):  # inside vmap
         return batched_call("linear", x, weight, bias)
+    if _node.prof_hook is not None:  # a profile is open: one aten::linear range around
+        return _profiler.within("aten::linear", _linear, x, weight, bias)
+    return _linear(x, weight, bias)
+
+
+def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     dx, dw = x.data_.ndim, weight.data_.ndim
     if dx == 0 or dw == 0:
         raise RuntimeError(

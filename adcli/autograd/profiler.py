@@ -26,54 +26,114 @@ active: Profile | None = None
 _NOT_FINISHED = "Expected profiling results"
 _ALREADY = "Profiler is already enabled on this thread"
 
-# Function rows whose PyTorch op is not the snake-case of the grad_fn's stem, or that
-# PyTorch records inside a public op (outer names first).
-_NAMES: dict[str, tuple[str, ...]] = {
-    "Log1PBackward0": ("aten::log1p",),
-    "ToCopyBackward0": ("aten::to", "aten::_to_copy"),
-    "UnsafeViewBackward0": ("aten::_unsafe_view",),
-    "ReshapeAliasBackward0": ("aten::reshape", "aten::view"),
-    "SoftmaxBackward0": ("aten::softmax", "aten::_softmax"),
-    "LogSoftmaxBackward0": ("aten::log_softmax", "aten::_log_softmax"),
-    "SoftmaxBackwardDataBackward0": ("aten::_softmax_backward_data",),
-    "LogSoftmaxBackwardDataBackward0": ("aten::_log_softmax_backward_data",),
-    "PreluKernelBackward0": ("aten::prelu", "aten::_prelu_kernel"),
-    "PreluKernelBackwardBackward0": ("aten::_prelu_kernel_backward",),
-    "TrilinearBackward0": ("aten::_trilinear",),
-    "IndexPutImplBackward0": ("aten::_index_put_impl_",),
-    "IndexPutBackward0": ("aten::index_put_",),
-    "CopyBackwards": ("aten::copy_",),
-    "CopySlices": ("aten::copy_",),
-    "ZeroBackward0": ("aten::zero_",),
-    "FillBackward2": ("aten::fill_",),
-    "FillBackward3": ("aten::fill_",),
-    "NllLossBackward0": ("aten::nll_loss", "aten::nll_loss_forward"),
-    "NllLossBackwardBackward0": ("aten::nll_loss_backward",),
-    "SumBackward1": ("aten::sum",),
-    "NotImplemented": ("aten::floor_divide",),
-    "Identity": ("aten::alias",),
-    "NormalBackward1": ("aten::normal",),
-    "NormalBackward2": ("aten::normal",),
-    "NormalBackward3": ("aten::normal",),
+# Function rows whose PyTorch op is not `aten::` + the snake-case stem of the grad_fn
+# name, or inside which PyTorch records more ops of its own: a tree in a small notation,
+# `outer(child,child(grandchild))`. The row's work is timed in the outermost range; the
+# inner ranges are PyTorch's bookkeeping, recorded (empty) so the rows and counts match.
+_AS_STRIDED = "aten::as_strided"
+_TO = "aten::to(aten::_to_copy(aten::empty_strided,aten::copy_))"
+_SPECS: dict[str, str] = {
+    "Log1PBackward0": "aten::log1p",
+    "ToCopyBackward0": _TO,
+    "UnsafeViewBackward0": "aten::_unsafe_view",
+    "ReshapeAliasBackward0": "aten::reshape(aten::view)",
+    "SoftmaxBackward0": "aten::softmax(aten::_softmax)",
+    "LogSoftmaxBackward0": "aten::log_softmax(aten::_log_softmax)",
+    "SoftmaxBackwardDataBackward0": "aten::_softmax_backward_data",
+    "LogSoftmaxBackwardDataBackward0": "aten::_log_softmax_backward_data",
+    "PreluKernelBackward0": "aten::prelu(aten::_prelu_kernel)",
+    "PreluKernelBackwardBackward0": "aten::_prelu_kernel_backward",
+    "TrilinearBackward0": "aten::_trilinear",
+    "IndexPutImplBackward0": "aten::_index_put_impl_",
+    "IndexPutBackward0": "aten::index_put_",
+    "CopyBackwards": "aten::copy_",
+    "CopySlices": "aten::copy_",
+    "ZeroBackward0": "aten::zero_",
+    "FillBackward2": "aten::fill_",
+    "FillBackward3": "aten::fill_",
+    "NllLossBackward0": "aten::nll_loss(aten::nll_loss_forward)",
+    "NllLossBackwardBackward0": "aten::nll_loss_backward",
+    "NotImplemented": "aten::floor_divide",
+    "Identity": "aten::alias",
+    "NormalBackward1": "aten::normal",
+    "NormalBackward2": "aten::normal",
+    "NormalBackward3": "aten::normal",
+    # (measured on PyTorch 2.13's CPU build)
+    "SumBackward0": f"aten::sum({_AS_STRIDED},aten::fill_)",
+    "SumBackward1": f"aten::sum({_AS_STRIDED},aten::fill_)",
+    "MeanBackward0": f"aten::mean(aten::sum({_AS_STRIDED},aten::fill_),aten::div_({_TO}))",
+    "MaxBackward1": "aten::max(aten::empty,aten::fill_)",
+    "MinBackward1": "aten::min(aten::empty,aten::fill_)",
+    "TBackward0": f"aten::t(aten::transpose({_AS_STRIDED}))",
+    "TransposeBackward0": f"aten::transpose({_AS_STRIDED})",
+    "ExpandBackward0": f"aten::expand({_AS_STRIDED})",
+    "SelectBackward0": f"aten::select({_AS_STRIDED})",
+    "ReluBackward0": "aten::relu(aten::clamp_min)",
+    "CloneBackward0": "aten::clone(aten::empty_strided,aten::copy_)",
+    "PowBackward0": "aten::pow(aten::result_type,aten::to)",
+    "DivBackward1": f"aten::div({_TO})",  # (a C++ number divisor: mean's backward)
+    "MmBackward0": "aten::mm(aten::resolve_conj,aten::resolve_conj)",
+    "AddmmBackward0": (
+        f"aten::addmm(aten::expand({_AS_STRIDED}),aten::copy_,aten::resolve_conj,"
+        "aten::resolve_conj)"
+    ),
+    "LinalgVectorNormBackward0": f"aten::linalg_vector_norm({_AS_STRIDED})",
 }
 _STEM = re.compile(r"Backward\d*$")
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_cache: dict[type, tuple[str, ...]] = {}
+
+# A parsed spec: (name, children), each child the same.
+Spec = tuple[str, tuple[Any, ...]]
+_cache: dict[type, Spec] = {}
 
 
-def aten_names(cls: type) -> tuple[str, ...]:
-    """The events PyTorch records for one application of Function row `cls`, outermost
-    first: `aten::` and the snake-case stem of its grad_fn name (MseLossBackward0 ->
-    aten::mse_loss, TanhBackwardBackward0 -> aten::tanh_backward), or `_NAMES`' entry."""
-    names = _cache.get(cls)
-    if names is None:
+def parse_spec(text: str) -> Spec:
+    """`a(b,c(d))` as ("a", (("b", ()), ("c", (("d", ()),)))), read without recursion."""
+    root: list[Any] = ["", []]
+    stack = [root]
+    name = ""
+    for ch in text + ",":
+        if ch in "(),":
+            if name:
+                stack[-1][1].append([name, []])
+                name = ""
+            if ch == "(":
+                stack.append(stack[-1][1][-1])
+            elif ch == ")":
+                stack.pop()
+        else:
+            name += ch
+    # freeze the lists into tuples, innermost first
+    order: list[list[Any]] = []
+    todo = [root]
+    while todo:
+        n = todo.pop()
+        order.append(n)
+        todo.extend(n[1])
+    for n in reversed(order):
+        n[1] = tuple((c[0], c[1]) for c in n[1])
+    first = root[1][0]
+    return (first[0], first[1])
+
+
+def op_spec(cls: type) -> Spec:
+    """The ranges PyTorch records for one application of Function row `cls`: `aten::`
+    and the snake-case stem of its grad_fn name (MseLossBackward0 -> aten::mse_loss,
+    TanhBackwardBackward0 -> aten::tanh_backward), or `_SPECS`' tree."""
+    spec = _cache.get(cls)
+    if spec is None:
         gname = getattr(cls, "grad_fn_name", cls.__name__)
-        names = _NAMES.get(gname)
-        if names is None:
+        text = _SPECS.get(gname)
+        if text is None:
             stem = _STEM.sub("", gname) or gname
-            names = ("aten::" + _WORD.sub("_", stem).lower(),)
-        _cache[cls] = names
-    return names
+            text = "aten::" + _WORD.sub("_", stem).lower()
+        spec = _cache[cls] = parse_spec(text)
+    return spec
+
+
+def aten_name(cls: type) -> str:
+    """The name PyTorch's profiler gives an application of Function row `cls`."""
+    return op_spec(cls)[0]
 
 
 class FunctionEvent:
@@ -331,6 +391,18 @@ class Profile:
         self._stack.append(ev)
         return ev
 
+    def emit(self, specs: tuple[Spec, ...]) -> None:
+        """Record the trees `specs` (empty ranges) inside the innermost open range."""
+        todo: list[Any] = [(spec, False) for spec in reversed(specs)]
+        while todo:
+            item, closing = todo.pop()
+            if closing:
+                self.end(item)
+                continue
+            ev = self.begin(item[0])
+            todo.append((ev, True))
+            todo.extend((child, False) for child in reversed(item[1]))
+
     def end(self, ev: FunctionEvent) -> None:
         """Close `ev` (and any range left open inside it)."""
         now = time.perf_counter_ns()
@@ -439,21 +511,24 @@ def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) ->
     if prof is None:  # pragma: no cover (the hook is removed with the profile)
         _node.prof_hook = None
         return cls.apply(*inputs, **params)  # type: ignore[attr-defined]
-    names = aten_names(cls)
+    name, children = op_spec(cls)
     if prof.pending_inplace:  # (Tensor._inplace runs `add_` as `add`, then writes)
         prof.pending_inplace = False
-        if not names[-1].endswith("_"):
-            names = names[:-1] + (names[-1] + "_",)
+        if not name.endswith("_"):
+            name += "_"
     shapes = _shapes(inputs) if prof.record_shapes else None
-    first = prof.begin(names[0], shapes)
-    for name in names[1:]:
-        prof.begin(name, shapes)
+    ev = prof.begin(name, shapes)
     _node.prof_hook = None
     try:
         return cls.apply(*inputs, **params)  # type: ignore[attr-defined]
     finally:
         _node.prof_hook = _record_apply
-        prof.end(first)
+        if children:
+            prof.emit(children)
+        for t in inputs:  # a Python number operand: PyTorch converts the wrapped scalar
+            if type(t) in _NUMBER:
+                prof.emit(_TO_SPEC)
+        prof.end(ev)
 
 
 Profile.pending_inplace = False  # type: ignore[attr-defined]
@@ -463,6 +538,23 @@ def mark_inplace() -> None:
     """The next op recorded is an in-place one (`add_`): its name takes a trailing `_`."""
     if active is not None:
         active.pending_inplace = True  # type: ignore[attr-defined]
+
+
+_NUMBER = frozenset({int, float, bool, complex})
+_TO_SPEC = (parse_spec(_TO),)
+
+
+def within(name: str, fn: Any, *args: Any) -> Any:
+    """`fn(*args)` inside a range `name`: a composite op (aten::linear) around the ops
+    it applies."""
+    prof = active
+    if prof is None:
+        return fn(*args)
+    ev = prof.begin(name)
+    try:
+        return fn(*args)
+    finally:
+        prof.end(ev)
 
 
 _record_apply.mark_inplace = mark_inplace  # type: ignore[attr-defined]
@@ -492,16 +584,11 @@ class _Activity:
         return f"ProfilerActivity.{self.name}"
 
 
-class ProfilerActivity:
-    """`torch.profiler.ProfilerActivity`: CPU (the only one this CPU build records)."""
-
-    __ad_attrs__ = frozenset({"CPU", "CUDA", "XPU", "MTIA", "HPU", "PrivateUse1"})
-    CPU = _Activity("CPU", 0)
-    XPU = _Activity("XPU", 1)
-    MTIA = _Activity("MTIA", 2)
-    CUDA = _Activity("CUDA", 3)
-    HPU = _Activity("HPU", 4)
-    PrivateUse1 = _Activity("PrivateUse1", 5)
+# torch.profiler.ProfilerActivity's members (a script reads them as a module's names)
+ACTIVITIES = {
+    name: _Activity(name, value)
+    for value, name in enumerate(("CPU", "XPU", "MTIA", "CUDA", "HPU", "PrivateUse1"))
+}
 
 
 class KinetoProfile(Profile):
@@ -529,7 +616,7 @@ class KinetoProfile(Profile):
         custom_trace_id_callback: Any = None,
     ) -> None:
         super().__init__(record_shapes=record_shapes)
-        self.activities = set(activities) if activities is not None else {ProfilerActivity.CPU}
+        self.activities = set(activities) if activities is not None else {ACTIVITIES["CPU"]}
         self._on_trace_ready = on_trace_ready
 
     def start(self) -> None:
@@ -566,7 +653,7 @@ def torch_profiler_members() -> dict[str, Any]:
     return {
         "profile": KinetoProfile,
         "record_function": record_function,
-        "ProfilerActivity": ProfilerActivity,
+        "ProfilerActivity": "module:torch.profiler.ProfilerActivity",
     }
 
 

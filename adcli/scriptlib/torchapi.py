@@ -473,6 +473,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     torch["profiler"] = "module:torch.profiler"
     tables["torch.autograd.profiler"] = profiler.autograd_profiler_members()
     tables["torch.profiler"] = profiler.torch_profiler_members()
+    tables["torch.profiler.ProfilerActivity"] = dict(profiler.ACTIVITIES)
     # torch.nn's modules, init, utils and parameter, and more functional names (adcli/nn)
     for name, members in _nn.tables().items():
         tables.setdefault(name, {}).update(members)
