@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
+from . import node as _node
 from . import tensor as _tensor_module
 from .config import config
 from .hookresults import single_result, tuple_result
@@ -95,9 +96,8 @@ anomaly_check: Callable[[Node, Sequence[Tensor | None]], None] | None = None
 
 _FIRST = 1 << 62  # AccumulateGrad's seq
 
-# The open `torch.autograd.profiler.profile` (adcli/autograd/profiler.py sets it), else
-# None: a pass then records PyTorch's two events per node it runs.
-prof: Any = None
+# (node.prof: the open `torch.autograd.profiler.profile`, else None: a pass then
+# records PyTorch's two ranges per node it runs)
 _EVALUATE = "autograd::engine::evaluate_function: "
 
 
@@ -141,8 +141,8 @@ def _make_grads(roots: list[Any], grads: list[Any]) -> list[Tensor | None]:
                 if r.data_.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 g = Tensor._make(np.ones(r.data_.shape, r.data_.dtype))
-                if prof is not None:  # PyTorch's ones_like (an empty_like, then fill_)
-                    _ones_like_events(prof)
+                if _node.prof is not None:  # PyTorch's ones_like (empty_like, fill_)
+                    _ones_like_events(_node.prof)
         else:
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         out.append(g)
@@ -335,8 +335,8 @@ def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
         if type(cur._vc) is ZeroCounter:
             buf[i] = g  # PyTorch's buffer adds to an efficient zero out of place: g as is
         else:  # no graph to record: add the arrays (PyTorch adds in place: a zero g is +0)
-            if prof is not None:
-                _instant(prof, ("aten::add_",))
+            if _node.prof is not None:
+                _instant(_node.prof, ("aten::add_",))
             buf[i] = Tensor._make(cur.data_ + g.data_)
     else:
         buf[i] = cur + g
@@ -385,7 +385,7 @@ def _run(
         single: Node | None = None
         heappush, heappop = heapq.heappush, heapq.heappop
         node = None
-        p = prof
+        p = _node.prof
         while True:
             if single is not None:
                 node, single = single, None

@@ -598,8 +598,10 @@ def _result_dtype(data: Any) -> Any:
 # node, its inputs and its output(s), so an op costs one test when no level is open.
 fw_hook: Callable[..., None] | None = None
 
-# profiler._record_apply while a `torch.autograd.profiler.profile` is open, else None.
+# profiler._record_apply while a `torch.autograd.profiler.profile` is open, else None;
+# `prof` is that profile (the backward engine records its node ranges into it).
 prof_hook: Callable[..., Any] | None = None
+prof: Any = None
 
 # True while an in-place op runs as its out-of-place form: PyTorch's in-place kernels
 # record on an integer or bool tensor that requires grad (a fill_ or copy_ of a float

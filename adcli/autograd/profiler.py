@@ -7,7 +7,7 @@ events (`autograd::engine::evaluate_function: MulBackward0` around `MulBackward0
 the operations its formula applies inside. Times are wall-clock microseconds; an
 event's self time is its total less its children's totals, as PyTorch counts them.
 
-When no profile is open, `node.prof_hook` and `engine.prof` are None: an operation
+When no profile is open, `node.prof_hook` and `node.prof` are None: an operation
 pays one global test.
 """
 
@@ -362,7 +362,7 @@ class Profile:
         self._entered = True
         active = self
         _node.prof_hook = _record_apply
-        _set_engine(self)
+        _node.prof = self
         return self
 
     def __exit__(self, *exc: object) -> bool:
@@ -371,7 +371,7 @@ class Profile:
             return False
         active = None
         _node.prof_hook = None
-        _set_engine(None)
+        _node.prof = None
         now = time.perf_counter_ns()
         while self._stack:  # ranges an error left open end here
             self._stack.pop().end_ns = now
@@ -558,12 +558,6 @@ def within(name: str, fn: Any, *args: Any) -> Any:
 
 
 _record_apply.mark_inplace = mark_inplace  # type: ignore[attr-defined]
-
-
-def _set_engine(prof: Profile | None) -> None:
-    from . import engine
-
-    engine.prof = prof
 
 
 # -- torch.profiler ------------------------------------------------------------

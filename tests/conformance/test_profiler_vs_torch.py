@@ -151,7 +151,7 @@ def test_tutorial_table_sorted_by_self_time() -> None:
 
 def test_no_profile_costs_one_test() -> None:
     """Without an open profile, the hooks are None (an op pays one global test)."""
-    from adcli.autograd import engine, node
+    from adcli.autograd import node
 
     assert node.prof_hook is None
-    assert engine.prof is None
+    assert node.prof is None
