@@ -19,11 +19,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import node as _node
+from .config import config as _config
 
 # The open profile (one at a time, as PyTorch's per-thread profiler state).
 active: Profile | None = None
 
 _NOT_FINISHED = "Expected profiling results"
+_USE_CUDA_DEPRECATED = (
+    "The attribute `use_cuda` will be deprecated soon, please use ``use_device = 'cuda'`` instead."
+)
 _ALREADY = "Profiler is already enabled on this thread"
 
 # Function rows whose PyTorch op is not `aten::` + the snake-case stem of the grad_fn
@@ -345,16 +349,19 @@ class Profile:
     ) -> None:
         self.enabled = enabled
         self.record_shapes = record_shapes
+        if use_cuda:  # PyTorch's two warnings on a CPU-only build
+            _config.warn(_USE_CUDA_DEPRECATED)
+            _config.warn("CUDA is not available, disabling CUDA profiling")
         self._events: list[FunctionEvent] = []
         self._stack: list[FunctionEvent] = []
         self._finished: EventList | None = None
         self._entered = False
 
     # -- the context -------------------------------------------------------
-    def __enter__(self) -> Profile:
+    def __enter__(self) -> Profile | None:
         global active
         if not self.enabled:
-            return self
+            return None  # (as PyTorch: `with profile(enabled=False) as p` binds None)
         if self._entered:
             raise RuntimeError("Profiler context manager is not reentrant")
         if active is not None:

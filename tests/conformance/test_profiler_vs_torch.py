@@ -155,3 +155,29 @@ def test_no_profile_costs_one_test() -> None:
 
     assert node.prof_hook is None
     assert node.prof is None
+
+
+def test_plain_values_match_torch() -> None:
+    """What a script reads besides the table: keys and counts of the averages, a
+    disabled profile binding None, record_function outside a profile doing nothing."""
+    from tests.conformance.printed import check
+
+    check(
+        HEAD
+        + """
+with torch.autograd.profiler.profile(enabled=False) as off:
+    q = x * y
+print(off)
+with torch.autograd.profiler.record_function("alone"):
+    q = x * y
+with torch.autograd.profiler.profile() as prf:
+    with torch.autograd.profiler.record_function("block"):
+        for _ in range(4):
+            q = (x * y).relu()
+    q.sum().backward()
+for e in prf.key_averages():
+    print(e.key, e.count)
+print(prf.total_average().count, prf.total_average().key)
+print(len(prf.function_events))
+"""
+    )
