@@ -359,6 +359,8 @@ def rpow(a: Tensor, base: Any) -> Tensor:
 
 def square(a: Tensor) -> Tensor:
     """a ** 2"""
+    if _node.prof_hook is not None:  # a profile is open: aten::square around the pow
+        return _profiler.within("aten::square", pow, a, 2)
     return pow(a, 2)
 
 
@@ -746,6 +748,15 @@ def compare(kind: str, a: Any, b: Any) -> Tensor:
             return False  # type: ignore[return-value]
         if kind == "ne":
             return True  # type: ignore[return-value]
+    if _node.prof_hook is not None:  # a profile is open: aten::gt (+ a wrapped number's to)
+        spec = f"aten::{kind}(aten::to(aten::_to_copy(aten::empty_strided,aten::copy_)))"
+        return _profiler.within_spec(
+            spec if not isinstance(b, Tensor) else f"aten::{kind}", _compare, kind, a, b
+        )
+    return _compare(kind, a, b)
+
+
+def _compare(kind: str, a: Any, b: Any) -> Tensor:
     ta, tb, dt = _binary(a, b)
     # (no copy when the dtype is already right: astype's copy of an expanded operand
     # has a scrambled layout, which the result would inherit)
@@ -1392,6 +1403,12 @@ def contiguous(a: Tensor) -> Tensor:
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
     """a[:, None] * b[None, :] (PyTorch's grad_fn is MulBackward0)."""
+    if _node.prof_hook is not None:  # a profile is open: aten::outer around the steps
+        return _profiler.within("aten::outer", _outer, a, b)
+    return _outer(a, b)
+
+
+def _outer(a: Tensor, b: Tensor) -> Tensor:
     return mul(reshape(a, (-1, 1)), b)
 
 
@@ -1599,6 +1616,13 @@ def reshape(a: Tensor, *shape: Any) -> Tensor:
     """Another shape: a view (ViewBackward0, or ReshapeAliasBackward0 when the input is
     not contiguous) when the strides allow it, else a contiguous copy (CloneBackward0)
     viewed (UnsafeViewBackward0), as PyTorch does."""
+    if _node.prof_hook is not None:  # a profile is open: aten::reshape around the steps
+        return _profiler.within("aten::reshape", _reshape, a, shape)
+    return _reshape(a, shape)
+
+
+def _reshape(a: Tensor, shape: tuple[Any, ...]) -> Tensor:
+    """reshape's steps (flatten's too: PyTorch records no aten::reshape inside it)."""
     x = a.data_
     s = _resolve_shape(_shape_arg(shape), x.size)
     if _is_contiguous(x):
@@ -1615,16 +1639,22 @@ def _unsafe_view(a: Tensor, shape: tuple[int, ...]) -> Tensor:
 
 def flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Dims start..end merged into one."""
+    if _node.prof_hook is not None:  # a profile is open: aten::flatten around the steps
+        return _profiler.within("aten::flatten", _flatten, a, start_dim, end_dim)
+    return _flatten(a, start_dim, end_dim)
+
+
+def _flatten(a: Tensor, start_dim: int, end_dim: int) -> Tensor:
     nd = a.data_.ndim
     if nd == 0:
-        return reshape(a, (1,))
+        return _reshape(a, (1,))
     s, e = _norm_dim(start_dim, nd), _norm_dim(end_dim, nd)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return a
     shape = a.data_.shape[:s] + (math.prod(a.data_.shape[s : e + 1]),) + a.data_.shape[e + 1 :]
-    return reshape(a, shape)
+    return _reshape(a, (shape,))
 
 
 def ravel(a: Tensor) -> Tensor:

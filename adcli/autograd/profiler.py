@@ -40,7 +40,7 @@ _SPECS: dict[str, str] = {
     "Log1PBackward0": "aten::log1p",
     "ToCopyBackward0": _TO,
     "UnsafeViewBackward0": "aten::_unsafe_view",
-    "ReshapeAliasBackward0": "aten::reshape(aten::view)",
+    "ReshapeAliasBackward0": "aten::view",
     "SoftmaxBackward0": "aten::softmax(aten::_softmax)",
     "LogSoftmaxBackward0": "aten::log_softmax(aten::_log_softmax)",
     "SoftmaxBackwardDataBackward0": "aten::_softmax_backward_data",
@@ -75,6 +75,30 @@ _SPECS: dict[str, str] = {
     "ReluBackward0": "aten::relu(aten::clamp_min)",
     "CloneBackward0": "aten::clone(aten::empty_strided,aten::copy_)",
     "PowBackward0": "aten::pow(aten::result_type,aten::to)",
+    "MeanBackward1": f"aten::mean(aten::sum({_AS_STRIDED},aten::fill_),aten::div_({_TO}))",
+    "AbsBackward0": "aten::abs(aten::empty,aten::abs)",
+    "AmaxBackward0": f"aten::amax({_AS_STRIDED},aten::fill_)",
+    "AminBackward0": f"aten::amin({_AS_STRIDED},aten::fill_)",
+    "ProdBackward0": f"aten::prod(aten::empty,{_AS_STRIDED},aten::fill_)",
+    "PermuteBackward0": f"aten::permute({_AS_STRIDED})",
+    "UnsqueezeBackward0": f"aten::unsqueeze({_AS_STRIDED})",
+    "SqueezeBackward0": f"aten::squeeze({_AS_STRIDED})",
+    "SqueezeBackward1": f"aten::squeeze({_AS_STRIDED})",
+    "SqueezeBackward2": f"aten::squeeze({_AS_STRIDED})",
+    "ClampBackward1": "aten::clamp(aten::to)",
+    "CumsumBackward0": "aten::cumsum(aten::to)",
+    "CumprodBackward0": "aten::cumprod(aten::to)",
+    "FlipBackward0": f"aten::flip(aten::empty_like(aten::empty_strided),{_AS_STRIDED})",
+    "StackBackward0": "aten::stack(aten::cat,aten::view)",
+    "RsubBackward1": f"aten::rsub(aten::sub({_TO}))",
+    "MvBackward0": "aten::mv(aten::empty,aten::addmv_)",
+    "DotBackward0": "aten::dot(aten::empty,aten::fill_)",
+    "BmmBackward0": "aten::bmm(aten::resolve_conj,aten::resolve_conj)",
+    "WhereBackward0": "aten::where(aten::empty)",
+    "MaskedFillBackward0": (
+        "aten::masked_fill(aten::clone(aten::empty_like(aten::empty),aten::copy_),"
+        "aten::masked_fill_)"
+    ),
     "DivBackward1": f"aten::div({_TO})",  # (a C++ number divisor: mean's backward)
     "MmBackward0": "aten::mm(aten::resolve_conj,aten::resolve_conj)",
     "AddmmBackward0": (
@@ -562,6 +586,32 @@ def within(name: str, fn: Any, *args: Any) -> Any:
         return fn(*args)
     finally:
         prof.end(ev)
+
+
+def within_spec(text: str, fn: Any, *args: Any) -> Any:
+    """`fn(*args)` inside the outer range of spec `text`, its inner ranges recorded
+    after (an op adcli computes without a Function row: a comparison)."""
+    prof = active
+    if prof is None:
+        return fn(*args)
+    name, children = _spec_of_text(text)
+    ev = prof.begin(name)
+    try:
+        return fn(*args)
+    finally:
+        if children:
+            prof.emit(children)
+        prof.end(ev)
+
+
+_text_specs: dict[str, Spec] = {}
+
+
+def _spec_of_text(text: str) -> Spec:
+    spec = _text_specs.get(text)
+    if spec is None:
+        spec = _text_specs[text] = parse_spec(text)
+    return spec
 
 
 _record_apply.mark_inplace = mark_inplace  # type: ignore[attr-defined]

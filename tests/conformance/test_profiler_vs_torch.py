@@ -181,3 +181,138 @@ print(prf.total_average().count, prf.total_average().key)
 print(len(prf.function_events))
 """
     )
+
+
+# Expressions whose ranges (names and nesting, forward only) adcli records exactly as
+# PyTorch 2.13 does: the ops' aten names, composites (linear, matmul, reshape, square,
+# outer) around their steps, and PyTorch's kernel-internal ranges of these ops.
+TREE_CASES = [
+    "x + y",
+    "x - y",
+    "x * y",
+    "x / y",
+    "x ** 2",
+    "x ** y.abs()",
+    "-x",
+    "x.abs()",
+    "x.exp()",
+    "x.log()",
+    "x.sqrt()",
+    "x.sin()",
+    "x.cos()",
+    "x.tan()",
+    "x.tanh()",
+    "x.sigmoid()",
+    "x.relu()",
+    "x.sum()",
+    "x.sum(0)",
+    "x.mean()",
+    "x.mean(1)",
+    "x.max()",
+    "x.min()",
+    "x.amax(0)",
+    "x.prod()",
+    "x.norm()",
+    "x.t()",
+    "x.view(6)",
+    "x.reshape(3, 2)",
+    "x.transpose(0, 1)",
+    "x.permute(1, 0)",
+    "x.unsqueeze(0)",
+    "x.squeeze()",
+    "x.flatten()",
+    "x[0]",
+    "x[:, 1]",
+    "x.clone()",
+    "x.clamp(-1, 1)",
+    "x.clamp(min=0)",
+    "x.expand(2, 2, 3)",
+    "x.cumsum(0)",
+    "x.softmax(1)",
+    "x.log_softmax(1)",
+    "x @ y.t()",
+    "x.matmul(y.t())",
+    "x.mm(y.t())",
+    "x.exp().log1p()",
+    "x.reciprocal()",
+    "x.sign()",
+    "x.floor()",
+    "x.round()",
+    "x.flip(0)",
+    "torch.cat([x, y])",
+    "torch.stack([x, y])",
+    "torch.maximum(x, y)",
+    "x.to(torch.float64)",
+    "x.double()",
+    "x.contiguous()",
+    "F.relu(x)",
+    "F.gelu(x)",
+    "F.silu(x)",
+    "F.leaky_relu(x)",
+    "F.elu(x)",
+    "F.softplus(x)",
+    "F.linear(x, w)",
+    "F.linear(x, w, b)",
+    "torch.sum(x * y)",
+    "torch.outer(x[0], y[0])",
+    "x[0].dot(y[0])",
+    "x.mv(y[0])",
+    "torch.bmm(x.unsqueeze(0), y.t().unsqueeze(0))",
+    "x.tril()",
+    "x.cumprod(1)",
+    "torch.atan2(x, y)",
+    "x.square()",
+    "x.pow(3)",
+    "x.mul(2)",
+    "x.add(1)",
+    "x.div(2)",
+    "x.sub(1)",
+    "1 - x",
+    "x.sigmoid().log()",
+    "x.numel()",
+    "x.add_(1)",
+    "x.mul_(2)",
+    "x.zero_()",
+    "x.fill_(1.0)",
+    "x.copy_(y)",
+    "x.clamp_(0, 1)",
+]
+
+
+def _tree(events: object) -> list[str]:
+    out = []
+    for e in events:  # type: ignore[attr-defined]
+        depth, a = 0, e.cpu_parent
+        while a is not None:
+            depth, a = depth + 1, a.cpu_parent
+        out.append("  " * depth + e.name)
+    return out
+
+
+def _profiled(mod: object, fn: object, expr: str, profile: object) -> list[str]:
+    inplace = "_(" in expr
+    x = mod.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -2.0]], requires_grad=not inplace)
+    if inplace:
+        x = x.detach()
+    y = mod.tensor([[0.3, 0.2, 0.9], [0.1, 0.8, 0.4]], requires_grad=True)
+    w = mod.ones(4, 3, requires_grad=True)
+    b = mod.zeros(4, requires_grad=True)
+    env = {"torch": mod, "F": fn, "x": x, "y": y, "w": w, "b": b}
+    with profile() as p:
+        eval(expr, env)
+    return _tree(p.function_events)
+
+
+@pytest.mark.parametrize("expr", TREE_CASES)
+def test_op_ranges_match_torch(expr: str) -> None:
+    """One op (or a few) under the profiler: the same ranges, nested the same way."""
+    import torch
+    import torch.nn.functional as tf
+
+    from adcli.autograd import profiler
+    from adcli.core.session import build_modules
+
+    mods = build_modules()
+    ours = _profiled(mods["torch"], mods["torch.nn.functional"], expr, profiler.Profile)
+    theirs = _profiled(torch, tf, expr, torch.autograd.profiler.profile)
+    assert ours == theirs
