@@ -570,12 +570,22 @@ def _profiled_accumulate(p: Any, node: AccumulateGrad, g: Tensor | None, create:
     try:
         if var is not None and g is not None and var._requires_grad:
             if var._grad is None and not create:
-                _instant(p, ("aten::detach", "detach"))
+                if _obeys_layout(g.data_, var.data_):  # PyTorch takes it (a detached alias)
+                    _instant(p, ("aten::detach", "detach"))
+                else:  # else copies it into the leaf's layout
+                    _instant(p, ("aten::new_empty_strided", "aten::empty_strided"))
+                    _instant(p, ("aten::copy_",))
             elif var._grad is not None and not create:
                 _instant(p, ("aten::add_",))
         _accumulate_grad(node, g, create)
     finally:
         p.end(ev)
+
+
+def _obeys_layout(g: np.ndarray, var: np.ndarray) -> bool:
+    """Whether a first gradient can become `.grad` as it is: dense, with the leaf's
+    strides (PyTorch's layout contract; an expanded gradient is copied)."""
+    return g.strides == var.strides and (g.flags.c_contiguous or g.flags.f_contiguous)
 
 
 def _n_outputs(node: Node) -> int:

@@ -1626,8 +1626,12 @@ def _reshape(a: Tensor, shape: tuple[Any, ...]) -> Tensor:
     x = a.data_
     s = _resolve_shape(_shape_arg(shape), x.size)
     if _is_contiguous(x):
+        if _node.prof_hook is not None and not (grad_mode.state.enabled and a.requires_grad):
+            _profiler.rename_next("aten::_reshape_alias")  # PyTorch's kernel without autograd
         return _view_of(a, F.View.apply(a, shape=s))
     if _view_strides(x.shape, _strides(x), s) is not None:
+        if _node.prof_hook is not None and not (grad_mode.state.enabled and a.requires_grad):
+            _profiler.rename_next("aten::_reshape_alias")
         return _view_of(a, F.ReshapeAlias.apply(a, shape=s))
     return F.UnsafeView.apply(clone(a), shape=s)
 

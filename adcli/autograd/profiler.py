@@ -543,6 +543,9 @@ def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) ->
         _node.prof_hook = None
         return cls.apply(*inputs, **params)  # type: ignore[attr-defined]
     name, children = op_spec(cls)
+    if prof.pending_name is not None:  # (reshape's view without grad: _reshape_alias)
+        name, children = prof.pending_name, ()
+        prof.pending_name = None
     if prof.pending_inplace:  # (Tensor._inplace runs `add_` as `add`, then writes)
         prof.pending_inplace = False
         if not name.endswith("_"):
@@ -563,6 +566,13 @@ def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) ->
 
 
 Profile.pending_inplace = False  # type: ignore[attr-defined]
+Profile.pending_name = None  # type: ignore[attr-defined]
+
+
+def rename_next(name: str) -> None:
+    """The next op recorded takes PyTorch's `name` (the kernel a composite picked)."""
+    if active is not None:
+        active.pending_name = name  # type: ignore[attr-defined]
 
 
 def mark_inplace() -> None:

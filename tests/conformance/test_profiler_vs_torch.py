@@ -316,3 +316,84 @@ def test_op_ranges_match_torch(expr: str) -> None:
     ours = _profiled(mods["torch"], mods["torch.nn.functional"], expr, profiler.Profile)
     theirs = _profiled(torch, tf, expr, torch.autograd.profiler.profile)
     assert ours == theirs
+
+
+# Of those, the ones whose backward (`.sum().backward()` of the result) PyTorch records
+# as adcli does too: the evaluate_function ranges, each node's formula's ops, the
+# gradient buffers' add_, AccumulateGrad's detach (or copy, for an expanded gradient).
+BACKWARD_CASES = [
+    "x + y",
+    "x - y",
+    "x * y",
+    "-x",
+    "x.abs()",
+    "x.exp()",
+    "x.log()",
+    "x.sqrt()",
+    "x.sin()",
+    "x.cos()",
+    "x.tanh()",
+    "x.sigmoid()",
+    "x.relu()",
+    "x.sum()",
+    "x.sum(0)",
+    "x.mean()",
+    "x.mean(1)",
+    "x.t()",
+    "x.view(6)",
+    "x.reshape(3, 2)",
+    "x.transpose(0, 1)",
+    "x.permute(1, 0)",
+    "x.unsqueeze(0)",
+    "x.squeeze()",
+    "x.flatten()",
+    "x.clone()",
+    "x.exp().log1p()",
+    "torch.stack([x, y])",
+    "x.to(torch.float64)",
+    "x.double()",
+    "x.contiguous()",
+    "F.relu(x)",
+    "F.gelu(x)",
+    "F.leaky_relu(x)",
+    "F.elu(x)",
+    "F.softplus(x)",
+    "torch.sum(x * y)",
+    "torch.bmm(x.unsqueeze(0), y.t().unsqueeze(0))",
+    "x.tril()",
+    "x.mul(2)",
+    "x.add(1)",
+    "x.div(2)",
+    "1 - x",
+    "x.sigmoid().log()",
+    "x.numel()",
+]
+
+
+def _profiled_backward(mod: object, fn: object, expr: str, profile: object) -> list[str]:
+    x = mod.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -2.0]], requires_grad=True)
+    y = mod.tensor([[0.3, 0.2, 0.9], [0.1, 0.8, 0.4]], requires_grad=True)
+    w = mod.ones(4, 3, requires_grad=True)
+    b = mod.zeros(4, requires_grad=True)
+    env = {"torch": mod, "F": fn, "x": x, "y": y, "w": w, "b": b}
+    with profile() as p:
+        r = eval(expr, env)
+        r = r[0] if isinstance(r, (tuple, list)) else r
+        if getattr(r, "grad_fn", None) is not None:
+            r.sum().backward()
+    return _tree(p.function_events)
+
+
+@pytest.mark.parametrize("expr", BACKWARD_CASES)
+def test_backward_ranges_match_torch(expr: str) -> None:
+    """One op and its backward under the profiler: the same ranges, nested the same way."""
+    import torch
+    import torch.nn.functional as tf
+
+    from adcli.autograd import profiler
+    from adcli.core.session import build_modules
+
+    mods = build_modules()
+    ours = _profiled_backward(mods["torch"], mods["torch.nn.functional"], expr, profiler.Profile)
+    theirs = _profiled_backward(torch, tf, expr, torch.autograd.profiler.profile)
+    assert ours == theirs
