@@ -28,7 +28,6 @@ _NOT_FINISHED = "Expected profiling results"
 _USE_CUDA_DEPRECATED = (
     "The attribute `use_cuda` will be deprecated soon, please use ``use_device = 'cuda'`` instead."
 )
-_ALREADY = "Profiler is already enabled on this thread"
 
 # Function rows whose PyTorch op is not `aten::` + the snake-case stem of the grad_fn
 # name, or inside which PyTorch records more ops of its own: a tree in a small notation,
@@ -349,7 +348,6 @@ class Profile:
             "self_cpu_time_total",
             "enabled",
             "record_shapes",
-            "export_chrome_trace",
         }
     )
     __ad_type_name__ = "profile"
@@ -380,6 +378,7 @@ class Profile:
         self._stack: list[FunctionEvent] = []
         self._finished: EventList | None = None
         self._entered = False
+        self._nested = False
 
     # -- the context -------------------------------------------------------
     def __enter__(self) -> Profile | None:
@@ -388,9 +387,10 @@ class Profile:
             return None  # (as PyTorch: `with profile(enabled=False) as p` binds None)
         if self._entered:
             raise RuntimeError("Profiler context manager is not reentrant")
-        if active is not None:
-            raise RuntimeError(_ALREADY)
         self._entered = True
+        if active is not None:  # PyTorch does not refuse a nested profile: the outer one
+            self._nested = True  # keeps recording, this one gets nothing
+            return self
         active = self
         _node.prof_hook = _record_apply
         _node.prof = self
@@ -398,6 +398,9 @@ class Profile:
 
     def __exit__(self, *exc: object) -> bool:
         global active
+        if self._nested:
+            self._finished = EventList()
+            return False
         if not self.enabled or active is not self:
             return False
         active = None

@@ -65,6 +65,14 @@ print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
 print(prof.key_averages().table(sort_by="count"))
 """
 
+STEPS = """
+with torch.profiler.profile() as k:
+    for i in range(3):
+        q = x * 2
+        k.step()
+print(k.key_averages().table(sort_by="count"))
+"""
+
 EVENTS = """
 with torch.autograd.profiler.profile() as prf:
     v = (x * y).neg().sum()
@@ -111,7 +119,9 @@ def _rows(table: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "body", [TUTORIAL_BACKWARD, LAYERS, EVENTS], ids=["tutorial_bw", "layers", "events"]
+    "body",
+    [TUTORIAL_BACKWARD, LAYERS, EVENTS, STEPS],
+    ids=["tutorial_bw", "layers", "events", "steps"],
 )
 def test_tables_match_torch(body: str) -> None:
     """Row order by first appearance or by count (ties by appearance): exact."""
