@@ -577,7 +577,11 @@ def _profiled_accumulate(p: Any, node: AccumulateGrad, g: Tensor | None, create:
                     _instant(p, ("aten::copy_",))
             elif var._grad is not None and not create:
                 _instant(p, ("aten::add_",))
-        _accumulate_grad(node, g, create)
+        hook, _node.prof_hook = _node.prof_hook, None  # (recorded above, as PyTorch's)
+        try:
+            _accumulate_grad(node, g, create)
+        finally:
+            _node.prof_hook = hook
     finally:
         p.end(ev)
 

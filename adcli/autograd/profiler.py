@@ -98,6 +98,10 @@ _SPECS: dict[str, str] = {
         "aten::masked_fill(aten::clone(aten::empty_like(aten::empty),aten::copy_),"
         "aten::masked_fill_)"
     ),
+    "GatherBackward0": "aten::gather(aten::to)",
+    "HardtanhBackward0": (
+        "aten::hardtanh(aten::empty_like(aten::empty_strided),aten::hardtanh(aten::clamp(aten::to)))"
+    ),
     "DivBackward1": f"aten::div({_TO})",  # (a C++ number divisor: mean's backward)
     "MmBackward0": "aten::mm(aten::resolve_conj,aten::resolve_conj)",
     "AddmmBackward0": (
@@ -106,6 +110,8 @@ _SPECS: dict[str, str] = {
     ),
     "LinalgVectorNormBackward0": f"aten::linalg_vector_norm({_AS_STRIDED})",
 }
+# In place, where PyTorch's inner kernel is in place too
+_INPLACE_SPECS = {"ReluBackward0": "aten::relu_(aten::clamp_min_)"}
 _STEM = re.compile(r"Backward\d*$")
 _WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -116,6 +122,11 @@ _cache: dict[type, Spec] = {}
 
 def parse_spec(text: str) -> Spec:
     """`a(b,c(d))` as ("a", (("b", ()), ("c", (("d", ()),)))), read without recursion."""
+    return parse_roots(text)[0]
+
+
+def parse_roots(text: str) -> tuple[Spec, ...]:
+    """Every tree of `a(b),c`, in order."""
     root: list[Any] = ["", []]
     stack = [root]
     name = ""
@@ -139,8 +150,7 @@ def parse_spec(text: str) -> Spec:
         todo.extend(n[1])
     for n in reversed(order):
         n[1] = tuple((c[0], c[1]) for c in n[1])
-    first = root[1][0]
-    return (first[0], first[1])
+    return tuple(root[1])
 
 
 def op_spec(cls: type) -> Spec:
@@ -551,7 +561,10 @@ def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) ->
         prof.pending_name = None
     if prof.pending_inplace:  # (Tensor._inplace runs `add_` as `add`, then writes)
         prof.pending_inplace = False
-        if not name.endswith("_"):
+        inplace = _INPLACE_SPECS.get(getattr(cls, "grad_fn_name", ""))
+        if inplace is not None:
+            name, children = _spec_of_text(inplace)
+        elif not name.endswith("_"):
             name += "_"
     shapes = _shapes(inputs) if prof.record_shapes else None
     ev = prof.begin(name, shapes)
@@ -615,6 +628,57 @@ def within_spec(text: str, fn: Any, *args: Any) -> Any:
         if children:
             prof.emit(children)
         prof.end(ev)
+
+
+# What PyTorch records for the factories a script calls (torch.tensor: four ranges
+# side by side, no outer one).
+_FACTORY_SPECS = {
+    "zeros": "aten::zeros(aten::empty,aten::zero_)",
+    "ones": "aten::ones(aten::empty,aten::fill_)",
+    "randn": "aten::randn(aten::empty,aten::normal_)",
+    "rand": "aten::rand(aten::empty,aten::uniform_)",
+    "empty": "aten::empty",
+    "full": "aten::full(aten::empty,aten::fill_)",
+    "arange": "aten::arange(aten::empty,aten::arange(aten::resize_))",
+    "linspace": "aten::linspace(aten::empty,aten::linspace)",
+    "eye": "aten::eye(aten::empty,aten::eye(aten::resize_,aten::zero_))",
+    "zeros_like": "aten::zeros_like(aten::empty_like(aten::empty_strided),aten::zero_)",
+    "ones_like": "aten::ones_like(aten::empty_like(aten::empty_strided),aten::fill_)",
+    "rand_like": "aten::rand_like(aten::empty_like(aten::empty_strided),aten::uniform_)",
+    "randn_like": "aten::randn_like(aten::empty_like(aten::empty_strided),aten::normal_)",
+    "tensor": "aten::empty,aten::to,aten::lift_fresh,aten::detach_(detach_)",
+}
+
+
+def factory(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Factory `name` called by a script while a profile is open: PyTorch's ranges
+    around it (the ops adcli applies inside are not PyTorch's: not recorded)."""
+    prof = active
+    text = _FACTORY_SPECS.get(name)
+    if prof is None or text is None:
+        return fn(*args, **kwargs)
+    roots = _roots_of_text(text)
+    ev = prof.begin(roots[0][0]) if len(roots) == 1 else None
+    hook, _node.prof_hook = _node.prof_hook, None
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _node.prof_hook = hook
+        if ev is None:
+            prof.emit(roots)
+        else:
+            prof.emit(roots[0][1])
+            prof.end(ev)
+
+
+_text_roots: dict[str, tuple[Spec, ...]] = {}
+
+
+def _roots_of_text(text: str) -> tuple[Spec, ...]:
+    roots = _text_roots.get(text)
+    if roots is None:
+        roots = _text_roots[text] = parse_roots(text)
+    return roots
 
 
 _text_specs: dict[str, Spec] = {}

@@ -124,6 +124,10 @@ class Size(tuple):
         return math.prod(self)
 
 
+# what PyTorch's profiler records for `detach()` (see profiler.py's emit)
+_DETACH_RANGES = (("aten::detach", (("detach", ()),)),)
+
+
 class Tensor:
     """An n-dimensional array that can record the operations made with it."""
 
@@ -430,6 +434,8 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """A new leaf sharing data and version counter, not requiring grad."""
+        if _node.prof_hook is not None:  # a profile is open: PyTorch's two ranges
+            _node.prof.emit(_DETACH_RANGES)
         return Tensor._make(self.data_, False, None, self._vc)
 
     def detach_(self) -> Tensor:

@@ -14,7 +14,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from adcli.autograd import dtypes, legacy, printing
+from adcli.autograd import dtypes, legacy, printing, profiler
+from adcli.autograd import node as _node
 from adcli.autograd.device import Device, check_device
 from adcli.autograd.dtypes import DType
 from adcli.autograd.tensor import Tensor
@@ -67,6 +68,8 @@ def _factory(fn: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
             if args:
                 raise TypeError(f"{name}() got multiple values for argument 'size'")
             args = (kwargs.pop("size"),)
+        if _node.prof is not None:  # a profile is open: PyTorch's ranges around it
+            return profiler.factory(name, fn, args, kwargs)
         return fn(*args, **kwargs)
 
     return factory
