@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, mkl
+from . import node as _node
+from . import profiler as _profiler
 from .config import config
 from .kernels32 import fma
 from .tensor import Tensor, check_no_overlap
@@ -33,6 +35,9 @@ def _zero_in_place(g: Tensor) -> None:
         g._vc[0] += 1
     else:  # a broadcast view cannot be written: a fresh buffer
         g.data_ = np.zeros_like(g.data_)
+
+
+_ADD_ = (("aten::add_", ()),)  # a parameter's update, as PyTorch's profiler names it
 
 
 def _sqrt(x: np.ndarray) -> np.ndarray:
@@ -60,6 +65,9 @@ class Optimizer:
 
             def counted(self: Optimizer, closure: Any = None) -> Any:
                 self._opt_called = True
+                if _node.prof is not None:  # a profile is open: PyTorch's range around it
+                    name = type(self).__name__
+                    return _profiler.within(f"Optimizer.step#{name}.step", step, self, closure)
                 return step(self, closure)
 
             counted.__doc__ = step.__doc__
@@ -136,6 +144,13 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's gradient (to None by default, as PyTorch 2)."""
+        if _node.prof is not None:  # a profile is open: PyTorch's range around it
+            name = f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"
+            _profiler.within(name, self._zero_grad, set_to_none)
+            return
+        self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         for group in self.param_groups:
             for p in group["params"]:
                 if p._grad is None:
@@ -280,6 +295,8 @@ class SGD(Optimizer):
                     d = fma(buf, _f(mom, x), d) if nesterov else buf
                 x[...] = fma(d, _f(-lr, x), x)
                 p._vc[0] += 1
+                if _node.prof is not None and mom == 0 and wd == 0:  # PyTorch's param.add_
+                    _node.prof.emit(_ADD_)
             if mom != 0:
                 for p, buf in zip(params, bufs, strict=True):
                     self._state.setdefault(id(p), {})["momentum_buffer"] = buf

@@ -102,6 +102,10 @@ _SPECS: dict[str, str] = {
     "HardtanhBackward0": (
         "aten::hardtanh(aten::empty_like(aten::empty_strided),aten::hardtanh(aten::clamp(aten::to)))"
     ),
+    "MseLossBackwardBackward0": (
+        "aten::mse_loss_backward(aten::zeros_like(aten::empty_like(aten::empty),aten::zero_),"
+        "aten::mse_loss_backward)"
+    ),
     "DivBackward1": f"aten::div({_TO})",  # (a C++ number divisor: mean's backward)
     "MmBackward0": "aten::mm(aten::resolve_conj,aten::resolve_conj)",
     "AddmmBackward0": (
@@ -109,6 +113,11 @@ _SPECS: dict[str, str] = {
         "aten::resolve_conj)"
     ),
     "LinalgVectorNormBackward0": f"aten::linalg_vector_norm({_AS_STRIDED})",
+}
+# Reductions with keepdim=True (PyTorch squeezes no result, so records no as_strided)
+_KEEPDIM_SPECS = {
+    "SumBackward1": "aten::sum(aten::fill_)",
+    "MeanBackward1": f"aten::mean(aten::sum(aten::fill_),aten::div_({_TO}))",
 }
 # In place, where PyTorch's inner kernel is in place too
 _INPLACE_SPECS = {"ReluBackward0": "aten::relu_(aten::clamp_min_)"}
@@ -556,8 +565,12 @@ def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) ->
         _node.prof_hook = None
         return cls.apply(*inputs, **params)  # type: ignore[attr-defined]
     name, children = op_spec(cls)
+    if params.get("keepdim") is True:  # a reduction keeping its dims: no squeezing view
+        keep = _KEEPDIM_SPECS.get(getattr(cls, "grad_fn_name", ""))
+        if keep is not None:
+            name, children = _spec_of_text(keep)
     if prof.pending_name is not None:  # (reshape's view without grad: _reshape_alias)
-        name, children = prof.pending_name, ()
+        name, children = _spec_of_text(prof.pending_name)
         prof.pending_name = None
     if prof.pending_inplace:  # (Tensor._inplace runs `add_` as `add`, then writes)
         prof.pending_inplace = False
@@ -585,8 +598,19 @@ Profile.pending_inplace = False  # type: ignore[attr-defined]
 Profile.pending_name = None  # type: ignore[attr-defined]
 
 
+# mse_loss's ranges by reduction (its Function row does not know which it is given)
+MSE_SPECS = {
+    "mean": (
+        f"aten::mse_loss(aten::resize_,aten::empty,aten::mean(aten::sum({_AS_STRIDED},"
+        f"aten::fill_),aten::div_({_TO})))"
+    ),
+    "sum": f"aten::mse_loss(aten::resize_,aten::empty,aten::sum({_AS_STRIDED},aten::fill_))",
+}
+
+
 def rename_next(name: str) -> None:
-    """The next op recorded takes PyTorch's `name` (the kernel a composite picked)."""
+    """The next op recorded takes PyTorch's ranges `name` (a spec: the kernel a
+    composite picked, with its inner ranges)."""
     if active is not None:
         active.pending_name = name  # type: ignore[attr-defined]
 

@@ -429,3 +429,41 @@ def test_backward_ranges_match_torch(expr: str) -> None:
     ours = _profiled_backward(mods["torch"], mods["torch.nn.functional"], expr, profiler.Profile)
     theirs = _profiled_backward(torch, tf, expr, torch.autograd.profiler.profile)
     assert ours == theirs
+
+
+TRAINING_STEP = """
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.randn(5, 3)
+target = torch.randn(5, 1)
+with profile() as prf:
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(data), target)
+    loss.backward()
+    opt.step()
+with profile() as prf2:
+    x = torch.randn(2, 3, requires_grad=True)
+    (x.sum(0, keepdim=True) * x.mean(1, keepdim=True)).sum().backward()
+"""
+
+
+def test_training_step_ranges_match_torch() -> None:
+    """One SGD step of a small network: the optimizer's ranges, linear's addmm and mm,
+    mse_loss's and its backward's, AccumulateGrad's. (PyTorch's mm sometimes resolves
+    the conjugate of its result too: `aten::resolve_conj` rows are left out.)"""
+    import torch
+
+    from adcli.autograd import profiler
+    from adcli.core.session import build_modules
+
+    def trees(mod: object, profile: object) -> list[list[str]]:
+        env = {"torch": mod, "profile": profile}
+        exec(TRAINING_STEP, env)
+        return [
+            [n for n in _tree(env[k].function_events) if n.strip() != "aten::resolve_conj"]
+            for k in ("prf", "prf2")
+        ]
+
+    ours = trees(build_modules()["torch"], profiler.Profile)
+    assert ours == trees(torch, torch.autograd.profiler.profile)
