@@ -200,6 +200,8 @@ class FunctionEvent:
             "self_device_time_total",
             "cuda_time_total",
             "self_cuda_time_total",
+            "cpu_memory_usage",
+            "self_cpu_memory_usage",
         }
     )
     __ad_type_name__ = "FunctionEvent"
@@ -214,6 +216,7 @@ class FunctionEvent:
         self.count = 1
         self.device_time_total = self.self_device_time_total = 0.0
         self.cuda_time_total = self.self_cuda_time_total = 0.0
+        self.cpu_memory_usage = self.self_cpu_memory_usage = 0  # (memory is not profiled)
 
     @property
     def key(self) -> str:
@@ -258,6 +261,7 @@ class FunctionEventAvg:
             "cuda_time_total",
             "self_cuda_time_total",
             "cpu_memory_usage",
+            "self_cpu_memory_usage",
         }
     )
     __ad_type_name__ = "FunctionEventAvg"
@@ -270,7 +274,7 @@ class FunctionEventAvg:
         self.self_cpu_time_total = 0.0
         self.device_time_total = self.self_device_time_total = 0.0
         self.cuda_time_total = self.self_cuda_time_total = 0.0
-        self.cpu_memory_usage = 0
+        self.cpu_memory_usage = self.self_cpu_memory_usage = 0  # (memory is not profiled)
 
     def add(self, other: Any) -> FunctionEventAvg:
         """Add an event (or another average) in."""
@@ -367,6 +371,7 @@ class Profile:
             "self_cpu_time_total",
             "enabled",
             "record_shapes",
+            "export_chrome_trace",
         }
     )
     __ad_type_name__ = "profile"
@@ -516,6 +521,10 @@ class Profile:
             header,
             top_level_events_only,
         )
+
+    def export_chrome_trace(self, path: str) -> None:
+        """Not available: a script writes no trace files."""
+        raise NotImplementedError("adcli does not support export_chrome_trace yet")
 
     def __str__(self) -> str:
         return self.table()
