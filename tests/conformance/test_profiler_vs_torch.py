@@ -445,12 +445,30 @@ with profile() as prf:
 with profile() as prf2:
     x = torch.randn(2, 3, requires_grad=True)
     (x.sum(0, keepdim=True) * x.mean(1, keepdim=True)).sum().backward()
+
+
+class MyExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, i):
+        r = i.exp()
+        ctx.save_for_backward(r)
+        return r
+
+    @staticmethod
+    def backward(ctx, g):
+        (r,) = ctx.saved_tensors
+        return g * r
+
+
+with profile() as prf3:
+    MyExp.apply(x).sum().backward()
 """
 
 
 def test_training_step_ranges_match_torch() -> None:
     """One SGD step of a small network: the optimizer's ranges, linear's addmm and mm,
-    mse_loss's and its backward's, AccumulateGrad's. (PyTorch's mm sometimes resolves
+    mse_loss's and its backward's, AccumulateGrad's; keepdim reductions; a custom
+    Function (a range named after its class). (PyTorch's mm sometimes resolves
     the conjugate of its result too: `aten::resolve_conj` rows are left out.)"""
     import torch
 
@@ -462,7 +480,7 @@ def test_training_step_ranges_match_torch() -> None:
         exec(TRAINING_STEP, env)
         return [
             [n for n in _tree(env[k].function_events) if n.strip() != "aten::resolve_conj"]
-            for k in ("prf", "prf2")
+            for k in ("prf", "prf2", "prf3")
         ]
 
     ours = trees(build_modules()["torch"], profiler.Profile)
