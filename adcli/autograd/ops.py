@@ -2830,6 +2830,16 @@ def nll_loss(
         fn = "nll_loss2d_forward" if input.data_.ndim >= 3 else "nll_loss_forward"
         _check_no_requires_grad(weight, "weight", fn)
         _check_nll_weight(input, weight)
+    if _node.prof_hook is not None:  # a profile is open: aten::nll_loss_nd around it
+        return _profiler.within(
+            "aten::nll_loss_nd", _nll_loss, input, target, weight, ignore_index, reduction
+        )
+    return _nll_loss(input, target, weight, ignore_index, reduction)
+
+
+def _nll_loss(
+    input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str
+) -> Tensor:
     return F.NllLoss.apply(
         input,
         weight=weight,
@@ -2980,6 +2990,25 @@ def cross_entropy(
     if label_smoothing > 0.0:
         _check_label_smoothing(label_smoothing)
         return _cross_entropy_smoothed(input, target, weight, ignore_index, r, label_smoothing, dim)
+    if _node.prof_hook is not None:  # a profile is open: PyTorch's composite's ranges
+        return _profiler.within(
+            "aten::cross_entropy_loss",
+            _profiled_cross_entropy,
+            input,
+            target,
+            weight,
+            ignore_index,
+            r,
+            dim,
+        )
+    return nll_loss(log_softmax(input, dim), target, weight, ignore_index, r)
+
+
+def _profiled_cross_entropy(
+    input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, r: str, dim: int
+) -> Tensor:
+    # (log_softmax with a dtype argument inside the composite: a `to` first)
+    _profiler.rename_next("aten::log_softmax(aten::to,aten::_log_softmax)")
     return nll_loss(log_softmax(input, dim), target, weight, ignore_index, r)
 
 

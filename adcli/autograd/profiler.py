@@ -55,7 +55,7 @@ _SPECS: dict[str, str] = {
     "FillBackward2": "aten::fill_",
     "FillBackward3": "aten::fill_",
     "NllLossBackward0": "aten::nll_loss(aten::nll_loss_forward)",
-    "NllLossBackwardBackward0": "aten::nll_loss_backward",
+    "NllLossBackwardBackward0": "aten::nll_loss_backward(aten::zero_)",
     "NotImplemented": "aten::floor_divide",
     "Identity": "aten::alias",
     "NormalBackward1": "aten::normal",

@@ -266,6 +266,9 @@ TREE_CASES = [
     "F.elu(x)",
     "F.softplus(x)",
     "F.hardtanh(x)",
+    "F.mse_loss(x, y)",
+    "F.cross_entropy(x, torch.tensor([0, 1]))",
+    "F.nll_loss(x.log_softmax(1), torch.tensor([0, 1]))",
     "F.linear(x, w)",
     "F.linear(x, w, b)",
     "torch.sum(x * y)",
@@ -371,6 +374,7 @@ BACKWARD_CASES = [
     "x.squeeze()",
     "x.flatten()",
     "x.clone()",
+    "x.expand(2, 2, 3)",
     "x.exp().log1p()",
     "torch.stack([x, y])",
     "x.masked_fill(x > 0, 0.0)",
@@ -383,6 +387,9 @@ BACKWARD_CASES = [
     "F.leaky_relu(x)",
     "F.elu(x)",
     "F.softplus(x)",
+    "F.mse_loss(x, y)",
+    "F.cross_entropy(x, torch.tensor([0, 1]))",
+    "F.nll_loss(x.log_softmax(1), torch.tensor([0, 1]))",
     "torch.sum(x * y)",
     "torch.bmm(x.unsqueeze(0), y.t().unsqueeze(0))",
     "x.tril()",
@@ -462,6 +469,13 @@ class MyExp(torch.autograd.Function):
 
 with profile() as prf3:
     MyExp.apply(x).sum().backward()
+
+x = torch.randn(3, 4, requires_grad=True)
+t = torch.tensor([0, 2, 1])
+with profile() as prf4:
+    torch.nn.functional.cross_entropy(x, t).backward()
+    torch.nn.functional.nll_loss(x.log_softmax(1), t).backward()
+    torch.nn.CrossEntropyLoss()(x, t).backward()
 """
 
 
@@ -480,7 +494,7 @@ def test_training_step_ranges_match_torch() -> None:
         exec(TRAINING_STEP, env)
         return [
             [n for n in _tree(env[k].function_events) if n.strip() != "aten::resolve_conj"]
-            for k in ("prf", "prf2", "prf3")
+            for k in ("prf", "prf2", "prf3", "prf4")
         ]
 
     ours = trees(build_modules()["torch"], profiler.Profile)
