@@ -71,6 +71,7 @@ _SPECS: dict[str, str] = {
     "TransposeBackward0": f"aten::transpose({_AS_STRIDED})",
     "ExpandBackward0": f"aten::expand({_AS_STRIDED})",
     "SelectBackward0": f"aten::select({_AS_STRIDED})",
+    "SliceBackward0": f"aten::slice({_AS_STRIDED})",
     "ReluBackward0": "aten::relu(aten::clamp_min)",
     "CloneBackward0": "aten::clone(aten::empty_strided,aten::copy_)",
     "PowBackward0": "aten::pow(aten::result_type,aten::to)",
@@ -105,6 +106,14 @@ _SPECS: dict[str, str] = {
     "MseLossBackwardBackward0": (
         "aten::mse_loss_backward(aten::zeros_like(aten::empty_like(aten::empty),aten::zero_),"
         "aten::mse_loss_backward)"
+    ),
+    "SelectBackwardBackward0": (
+        f"aten::select_backward(aten::zeros(aten::empty,aten::zero_),"
+        f"aten::select({_AS_STRIDED}),aten::copy_)"
+    ),
+    "SliceBackwardBackward0": (
+        f"aten::slice_backward(aten::zeros(aten::empty,aten::zero_),"
+        f"aten::slice({_AS_STRIDED}),aten::copy_)"
     ),
     "DivBackward1": f"aten::div({_TO})",  # (a C++ number divisor: mean's backward)
     "MmBackward0": "aten::mm(aten::resolve_conj,aten::resolve_conj)",

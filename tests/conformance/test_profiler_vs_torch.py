@@ -373,6 +373,8 @@ BACKWARD_CASES = [
     "x.unsqueeze(0)",
     "x.squeeze()",
     "x.flatten()",
+    "x[0]",
+    "x[:, 1]",
     "x.clone()",
     "x.expand(2, 2, 3)",
     "x.exp().log1p()",
@@ -391,6 +393,7 @@ BACKWARD_CASES = [
     "F.cross_entropy(x, torch.tensor([0, 1]))",
     "F.nll_loss(x.log_softmax(1), torch.tensor([0, 1]))",
     "torch.sum(x * y)",
+    "x[0].dot(y[0])",
     "torch.bmm(x.unsqueeze(0), y.t().unsqueeze(0))",
     "x.tril()",
     "x.mul(2)",
@@ -476,6 +479,13 @@ with profile() as prf4:
     torch.nn.functional.cross_entropy(x, t).backward()
     torch.nn.functional.nll_loss(x.log_softmax(1), t).backward()
     torch.nn.CrossEntropyLoss()(x, t).backward()
+
+x = torch.randn(4, 3, requires_grad=True)
+with profile() as prf5:
+    x[1:3].sum().backward()
+    x[:, 0:2].sum().backward()
+    x[0].sum().backward()
+    x[::2].sum().backward()
 """
 
 
@@ -494,7 +504,7 @@ def test_training_step_ranges_match_torch() -> None:
         exec(TRAINING_STEP, env)
         return [
             [n for n in _tree(env[k].function_events) if n.strip() != "aten::resolve_conj"]
-            for k in ("prf", "prf2", "prf3", "prf4")
+            for k in ("prf", "prf2", "prf3", "prf4", "prf5")
         ]
 
     ours = trees(build_modules()["torch"], profiler.Profile)
