@@ -20,6 +20,7 @@ import numpy as np
 from . import dtypes, grad_mode, ranges
 from . import node as _node
 from . import profiler as _profiler
+from . import profiler_names as _names
 from . import sampling as _sampling
 from . import tensor as _tensor_module
 from .budget import check_broadcast, check_shape
@@ -2758,8 +2759,8 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     ta, tb, dt = _binary(input, target)
     r = _reduction(reduction)
     if _node.prof_hook is not None:  # a profile is open: PyTorch's ranges for this reduction
-        _node.prof.emit(_profiler.parse_roots("aten::broadcast_tensors"))
-        _profiler.rename_next(_profiler.MSE_SPECS.get(r, "aten::mse_loss"))
+        _node.prof.emit(_names.parse_roots("aten::broadcast_tensors"))
+        _profiler.rename_next(_names.MSE_SPECS.get(r, "aten::mse_loss"))
     return F.MseLoss.apply(ta, tb, reduction=r, dtype=dt)
 
 

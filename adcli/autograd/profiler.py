@@ -8,18 +8,30 @@ the operations its formula applies inside. Times are wall-clock microseconds; an
 event's self time is its total less its children's totals, as PyTorch counts them.
 
 When no profile is open, `node.prof_hook` and `node.prof` are None: an operation
-pays one global test.
+pays one global test. The names and trees of ranges PyTorch records per op are in
+profiler_names.py; the summary table is drawn by profiler_table.py.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from . import node as _node
 from .config import config as _config
+from .profiler_names import (
+    FACTORY_SPECS,
+    INPLACE_SPECS,
+    KEEPDIM_SPECS,
+    TO,
+    Spec,
+    op_spec,
+    parse_spec,
+    roots_of_text,
+    spec_of_text,
+)
+from .profiler_table import build_table, format_time
 
 # The open profile (one at a time, as PyTorch's per-thread profiler state).
 active: Profile | None = None
@@ -28,167 +40,6 @@ _NOT_FINISHED = "Expected profiling results"
 _USE_CUDA_DEPRECATED = (
     "The attribute `use_cuda` will be deprecated soon, please use ``use_device = 'cuda'`` instead."
 )
-
-# Function rows whose PyTorch op is not `aten::` + the snake-case stem of the grad_fn
-# name, or inside which PyTorch records more ops of its own: a tree in a small notation,
-# `outer(child,child(grandchild))`. The row's work is timed in the outermost range; the
-# inner ranges are PyTorch's bookkeeping, recorded (empty) so the rows and counts match.
-_AS_STRIDED = "aten::as_strided"
-_TO = "aten::to(aten::_to_copy(aten::empty_strided,aten::copy_))"
-_SPECS: dict[str, str] = {
-    "Log1PBackward0": "aten::log1p",
-    "ToCopyBackward0": _TO,
-    "UnsafeViewBackward0": "aten::_unsafe_view",
-    "ReshapeAliasBackward0": "aten::view",
-    "SoftmaxBackward0": "aten::softmax(aten::_softmax)",
-    "LogSoftmaxBackward0": "aten::log_softmax(aten::_log_softmax)",
-    "SoftmaxBackwardDataBackward0": "aten::_softmax_backward_data",
-    "LogSoftmaxBackwardDataBackward0": "aten::_log_softmax_backward_data",
-    "PreluKernelBackward0": "aten::prelu(aten::_prelu_kernel)",
-    "PreluKernelBackwardBackward0": "aten::_prelu_kernel_backward",
-    "TrilinearBackward0": "aten::_trilinear",
-    "IndexPutImplBackward0": "aten::_index_put_impl_",
-    "IndexPutBackward0": "aten::index_put_",
-    "CopyBackwards": "aten::copy_",
-    "CopySlices": "aten::copy_",
-    "ZeroBackward0": "aten::zero_",
-    "FillBackward2": "aten::fill_",
-    "FillBackward3": "aten::fill_",
-    "NllLossBackward0": "aten::nll_loss(aten::nll_loss_forward)",
-    "NllLossBackwardBackward0": "aten::nll_loss_backward(aten::zero_)",
-    "NotImplemented": "aten::floor_divide",
-    "Identity": "aten::alias",
-    "NormalBackward1": "aten::normal",
-    "NormalBackward2": "aten::normal",
-    "NormalBackward3": "aten::normal",
-    # (measured on PyTorch 2.13's CPU build)
-    "SumBackward0": f"aten::sum({_AS_STRIDED},aten::fill_)",
-    "SumBackward1": f"aten::sum({_AS_STRIDED},aten::fill_)",
-    "MeanBackward0": f"aten::mean(aten::sum({_AS_STRIDED},aten::fill_),aten::div_({_TO}))",
-    "MaxBackward1": "aten::max(aten::empty,aten::fill_)",
-    "MinBackward1": "aten::min(aten::empty,aten::fill_)",
-    "TBackward0": f"aten::t(aten::transpose({_AS_STRIDED}))",
-    "TransposeBackward0": f"aten::transpose({_AS_STRIDED})",
-    "ExpandBackward0": f"aten::expand({_AS_STRIDED})",
-    "SelectBackward0": f"aten::select({_AS_STRIDED})",
-    "SliceBackward0": f"aten::slice({_AS_STRIDED})",
-    "ReluBackward0": "aten::relu(aten::clamp_min)",
-    "CloneBackward0": "aten::clone(aten::empty_strided,aten::copy_)",
-    "PowBackward0": "aten::pow(aten::result_type,aten::to)",
-    "MeanBackward1": f"aten::mean(aten::sum({_AS_STRIDED},aten::fill_),aten::div_({_TO}))",
-    "AbsBackward0": "aten::abs(aten::empty,aten::abs)",
-    "AmaxBackward0": f"aten::amax({_AS_STRIDED},aten::fill_)",
-    "AminBackward0": f"aten::amin({_AS_STRIDED},aten::fill_)",
-    "ProdBackward0": f"aten::prod(aten::empty,{_AS_STRIDED},aten::fill_)",
-    "PermuteBackward0": f"aten::permute({_AS_STRIDED})",
-    "UnsqueezeBackward0": f"aten::unsqueeze({_AS_STRIDED})",
-    "SqueezeBackward0": f"aten::squeeze({_AS_STRIDED})",
-    "SqueezeBackward1": f"aten::squeeze({_AS_STRIDED})",
-    "SqueezeBackward2": f"aten::squeeze({_AS_STRIDED})",
-    "ClampBackward1": "aten::clamp(aten::to)",
-    "CumsumBackward0": "aten::cumsum(aten::to)",
-    "CumprodBackward0": "aten::cumprod(aten::to)",
-    "FlipBackward0": f"aten::flip(aten::empty_like(aten::empty_strided),{_AS_STRIDED})",
-    "StackBackward0": "aten::stack(aten::cat,aten::view)",
-    "RsubBackward1": f"aten::rsub(aten::sub({_TO}))",
-    "MvBackward0": "aten::mv(aten::empty,aten::addmv_)",
-    "DotBackward0": "aten::dot(aten::empty,aten::fill_)",
-    "BmmBackward0": "aten::bmm(aten::resolve_conj,aten::resolve_conj)",
-    "WhereBackward0": "aten::where(aten::empty)",
-    "MaskedFillBackward0": (
-        "aten::masked_fill(aten::clone(aten::empty_like(aten::empty),aten::copy_),"
-        "aten::masked_fill_)"
-    ),
-    "GatherBackward0": "aten::gather(aten::to)",
-    "HardtanhBackward0": (
-        "aten::hardtanh(aten::empty_like(aten::empty_strided),aten::hardtanh(aten::clamp(aten::to)))"
-    ),
-    "MseLossBackwardBackward0": (
-        "aten::mse_loss_backward(aten::zeros_like(aten::empty_like(aten::empty),aten::zero_),"
-        "aten::mse_loss_backward)"
-    ),
-    "SelectBackwardBackward0": (
-        f"aten::select_backward(aten::zeros(aten::empty,aten::zero_),"
-        f"aten::select({_AS_STRIDED}),aten::copy_)"
-    ),
-    "SliceBackwardBackward0": (
-        f"aten::slice_backward(aten::zeros(aten::empty,aten::zero_),"
-        f"aten::slice({_AS_STRIDED}),aten::copy_)"
-    ),
-    "DivBackward1": f"aten::div({_TO})",  # (a C++ number divisor: mean's backward)
-    "MmBackward0": "aten::mm(aten::resolve_conj,aten::resolve_conj)",
-    "AddmmBackward0": (
-        f"aten::addmm(aten::expand({_AS_STRIDED}),aten::copy_,aten::resolve_conj,"
-        "aten::resolve_conj)"
-    ),
-    "LinalgVectorNormBackward0": f"aten::linalg_vector_norm({_AS_STRIDED})",
-}
-# Reductions with keepdim=True (PyTorch squeezes no result, so records no as_strided)
-_KEEPDIM_SPECS = {
-    "SumBackward1": "aten::sum(aten::fill_)",
-    "MeanBackward1": f"aten::mean(aten::sum(aten::fill_),aten::div_({_TO}))",
-}
-# In place, where PyTorch's inner kernel is in place too
-_INPLACE_SPECS = {"ReluBackward0": "aten::relu_(aten::clamp_min_)"}
-_STEM = re.compile(r"Backward\d*$")
-_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-# A parsed spec: (name, children), each child the same.
-Spec = tuple[str, tuple[Any, ...]]
-_cache: dict[type, Spec] = {}
-
-
-def parse_spec(text: str) -> Spec:
-    """`a(b,c(d))` as ("a", (("b", ()), ("c", (("d", ()),)))), read without recursion."""
-    return parse_roots(text)[0]
-
-
-def parse_roots(text: str) -> tuple[Spec, ...]:
-    """Every tree of `a(b),c`, in order."""
-    root: list[Any] = ["", []]
-    stack = [root]
-    name = ""
-    for ch in text + ",":
-        if ch in "(),":
-            if name:
-                stack[-1][1].append([name, []])
-                name = ""
-            if ch == "(":
-                stack.append(stack[-1][1][-1])
-            elif ch == ")":
-                stack.pop()
-        else:
-            name += ch
-    # freeze the lists into tuples, innermost first
-    order: list[list[Any]] = []
-    todo = [root]
-    while todo:
-        n = todo.pop()
-        order.append(n)
-        todo.extend(n[1])
-    for n in reversed(order):
-        n[1] = tuple((c[0], c[1]) for c in n[1])
-    return tuple(root[1])
-
-
-def op_spec(cls: type) -> Spec:
-    """The ranges PyTorch records for one application of Function row `cls`: `aten::`
-    and the snake-case stem of its grad_fn name (MseLossBackward0 -> aten::mse_loss,
-    TanhBackwardBackward0 -> aten::tanh_backward), or `_SPECS`' tree."""
-    spec = _cache.get(cls)
-    if spec is None:
-        gname = getattr(cls, "grad_fn_name", cls.__name__)
-        text = _SPECS.get(gname)
-        if text is None:
-            stem = _STEM.sub("", gname) or gname
-            text = "aten::" + _WORD.sub("_", stem).lower()
-        spec = _cache[cls] = parse_spec(text)
-    return spec
-
-
-def aten_name(cls: type) -> str:
-    """The name PyTorch's profiler gives an application of Function row `cls`."""
-    return op_spec(cls)[0]
 
 
 class FunctionEvent:
@@ -249,7 +100,7 @@ class FunctionEvent:
 
     def __repr__(self) -> str:
         return (
-            f"<FunctionEvent name={self.name} cpu_time={_format_time(self.cpu_time_total)} "
+            f"<FunctionEvent name={self.name} cpu_time={format_time(self.cpu_time_total)} "
             f"input_shapes={self.input_shapes}>"
         )
 
@@ -300,7 +151,7 @@ class FunctionEventAvg:
     def __repr__(self) -> str:
         return (
             f"<FunctionEventAvg key={self.key} self_cpu_time="
-            f"{_format_time(self.self_cpu_time_total)} cpu_time={_format_time(self.cpu_time)}  "
+            f"{format_time(self.self_cpu_time_total)} cpu_time={format_time(self.cpu_time)}  "
             "self_cuda_time=0.000us cuda_time=0.000us input_shapes="
             f"{self.input_shapes if self.input_shapes is not None else []} "
             "cpu_memory_usage=0 cuda_memory_usage=0>"
@@ -584,17 +435,17 @@ def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) ->
         return cls.apply(*inputs, **params)  # type: ignore[attr-defined]
     name, children = op_spec(cls)
     if params.get("keepdim") is True:  # a reduction keeping its dims: no squeezing view
-        keep = _KEEPDIM_SPECS.get(getattr(cls, "grad_fn_name", ""))
+        keep = KEEPDIM_SPECS.get(getattr(cls, "grad_fn_name", ""))
         if keep is not None:
-            name, children = _spec_of_text(keep)
+            name, children = spec_of_text(keep)
     if prof.pending_name is not None:  # (reshape's view without grad: _reshape_alias)
-        name, children = _spec_of_text(prof.pending_name)
+        name, children = spec_of_text(prof.pending_name)
         prof.pending_name = None
     if prof.pending_inplace:  # (Tensor._inplace runs `add_` as `add`, then writes)
         prof.pending_inplace = False
-        inplace = _INPLACE_SPECS.get(getattr(cls, "grad_fn_name", ""))
+        inplace = INPLACE_SPECS.get(getattr(cls, "grad_fn_name", ""))
         if inplace is not None:
-            name, children = _spec_of_text(inplace)
+            name, children = spec_of_text(inplace)
         elif not name.endswith("_"):
             name += "_"
     shapes = _shapes(inputs) if prof.record_shapes else None
@@ -616,16 +467,6 @@ Profile.pending_inplace = False  # type: ignore[attr-defined]
 Profile.pending_name = None  # type: ignore[attr-defined]
 
 
-# mse_loss's ranges by reduction (its Function row does not know which it is given)
-MSE_SPECS = {
-    "mean": (
-        f"aten::mse_loss(aten::resize_,aten::empty,aten::mean(aten::sum({_AS_STRIDED},"
-        f"aten::fill_),aten::div_({_TO})))"
-    ),
-    "sum": f"aten::mse_loss(aten::resize_,aten::empty,aten::sum({_AS_STRIDED},aten::fill_))",
-}
-
-
 def rename_next(name: str) -> None:
     """The next op recorded takes PyTorch's ranges `name` (a spec: the kernel a
     composite picked, with its inner ranges)."""
@@ -640,7 +481,7 @@ def mark_inplace() -> None:
 
 
 _NUMBER = frozenset({int, float, bool, complex})
-_TO_SPEC = (parse_spec(_TO),)
+_TO_SPEC = (parse_spec(TO),)
 
 
 def within(name: str, fn: Any, *args: Any) -> Any:
@@ -662,7 +503,7 @@ def within_spec(text: str, fn: Any, *args: Any) -> Any:
     prof = active
     if prof is None:
         return fn(*args)
-    name, children = _spec_of_text(text)
+    name, children = spec_of_text(text)
     ev = prof.begin(name)
     try:
         return fn(*args)
@@ -672,34 +513,14 @@ def within_spec(text: str, fn: Any, *args: Any) -> Any:
         prof.end(ev)
 
 
-# What PyTorch records for the factories a script calls (torch.tensor: four ranges
-# side by side, no outer one).
-_FACTORY_SPECS = {
-    "zeros": "aten::zeros(aten::empty,aten::zero_)",
-    "ones": "aten::ones(aten::empty,aten::fill_)",
-    "randn": "aten::randn(aten::empty,aten::normal_)",
-    "rand": "aten::rand(aten::empty,aten::uniform_)",
-    "empty": "aten::empty",
-    "full": "aten::full(aten::empty,aten::fill_)",
-    "arange": "aten::arange(aten::empty,aten::arange(aten::resize_))",
-    "linspace": "aten::linspace(aten::empty,aten::linspace)",
-    "eye": "aten::eye(aten::empty,aten::eye(aten::resize_,aten::zero_))",
-    "zeros_like": "aten::zeros_like(aten::empty_like(aten::empty_strided),aten::zero_)",
-    "ones_like": "aten::ones_like(aten::empty_like(aten::empty_strided),aten::fill_)",
-    "rand_like": "aten::rand_like(aten::empty_like(aten::empty_strided),aten::uniform_)",
-    "randn_like": "aten::randn_like(aten::empty_like(aten::empty_strided),aten::normal_)",
-    "tensor": "aten::empty,aten::to,aten::lift_fresh,aten::detach_(detach_)",
-}
-
-
 def factory(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Factory `name` called by a script while a profile is open: PyTorch's ranges
     around it (the ops adcli applies inside are not PyTorch's: not recorded)."""
     prof = active
-    text = _FACTORY_SPECS.get(name)
+    text = FACTORY_SPECS.get(name)
     if prof is None or text is None:
         return fn(*args, **kwargs)
-    roots = _roots_of_text(text)
+    roots = roots_of_text(text)
     ev = prof.begin(roots[0][0]) if len(roots) == 1 else None
     hook, _node.prof_hook = _node.prof_hook, None
     try:
@@ -711,26 +532,6 @@ def factory(name: str, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
         else:
             prof.emit(roots[0][1])
             prof.end(ev)
-
-
-_text_roots: dict[str, tuple[Spec, ...]] = {}
-
-
-def _roots_of_text(text: str) -> tuple[Spec, ...]:
-    roots = _text_roots.get(text)
-    if roots is None:
-        roots = _text_roots[text] = parse_roots(text)
-    return roots
-
-
-_text_specs: dict[str, Spec] = {}
-
-
-def _spec_of_text(text: str) -> Spec:
-    spec = _text_specs.get(text)
-    if spec is None:
-        spec = _text_specs[text] = parse_spec(text)
-    return spec
 
 
 _record_apply.mark_inplace = mark_inplace  # type: ignore[attr-defined]
@@ -825,108 +626,3 @@ def torch_profiler_members() -> dict[str, Any]:
         "record_function": record_function,
         "ProfilerActivity": "module:torch.profiler.ProfilerActivity",
     }
-
-
-# -- the table ---------------------------------------------------------------
-def _format_time(us: float) -> str:
-    """Microseconds as PyTorch prints them: s, ms or us with three decimals."""
-    if us >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3f}ms"
-    return f"{us:.3f}us"
-
-
-def _in_unit(us: float, unit: str | None) -> str:
-    if unit == "s":
-        return f"{us / 1e6:.3f}s"
-    if unit == "ms":
-        return f"{us / 1e3:.3f}ms"
-    if unit == "us":
-        return f"{us:.3f}us"
-    return _format_time(us)
-
-
-def _share(part: float, whole: float) -> str:
-    if whole == 0:
-        return "NaN"
-    return f"{part * 100.0 / whole:.2f}%"
-
-
-_SORT_KEYS = {"cuda": "device", "xpu": "device", "privateuse1": "device"}
-
-
-def _sort_attr(sort_by: str) -> str:
-    for old, new in _SORT_KEYS.items():
-        sort_by = sort_by.replace(old, new)
-    return sort_by
-
-
-def build_table(
-    events: list[Any],
-    sort_by: str | None,
-    row_limit: int,
-    max_name_width: int | None,
-    max_shapes_width: int | None,
-    header: str | None,
-    top_level_only: bool,
-    time_unit: str | None,
-) -> str:
-    """PyTorch's profiler summary: Name, Self CPU %, Self CPU, CPU total %, CPU total,
-    CPU time avg, # of Calls (and Input Shapes when recorded), each column 12 wide
-    (the name as wide as the longest, at most `max_name_width`), two spaces apart."""
-    if not events:
-        return ""
-    if sort_by is not None:
-        attr = _sort_attr(sort_by)
-        events = sorted(events, key=lambda e: getattr(e, attr), reverse=True)
-    with_shapes = any(e.input_shapes for e in events)
-    name_w = max(len(e.key) for e in events) + 4
-    if max_name_width is not None:
-        name_w = min(name_w, max_name_width)
-    shapes_w = max(len(str(e.input_shapes)) for e in events) + 4
-    if max_shapes_width is not None:
-        shapes_w = min(shapes_w, max_shapes_width)
-    headers = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
-    headers.append("# of Calls")
-    widths = [name_w] + [12] * (len(headers) - 1)
-    if with_shapes:
-        headers.append("Input Shapes")
-        widths.append(shapes_w)
-
-    def row(values: list[Any]) -> str:
-        return "".join(f"{v!s:>{w}}  " for v, w in zip(values, widths, strict=True))
-
-    sep = "".join("-" * w + "  " for w in widths)
-    length = sum(w + 2 for w in widths) - 2
-    total = sum(e.self_cpu_time_total for e in events)
-    lines: list[str] = []
-    if header is not None:
-        lines += ["=" * length, header]
-    if top_level_only:
-        lines += ["=" * length, "This report only display top-level ops statistics"]
-    lines += [sep, row(headers), sep]
-    shown = 0
-    for e in events:
-        if shown == row_limit:
-            break
-        if top_level_only and getattr(e, "cpu_parent", None) is not None:
-            continue
-        shown += 1
-        name = e.key
-        if max_name_width is not None and len(name) >= max_name_width - 3:
-            name = name[: max_name_width - 3] + "..."
-        values = [
-            name,
-            _share(e.self_cpu_time_total, total),
-            _in_unit(e.self_cpu_time_total, time_unit),
-            _share(e.cpu_time_total, total),
-            _in_unit(e.cpu_time_total, time_unit),
-            _in_unit(e.cpu_time, time_unit),
-            e.count,
-        ]
-        if with_shapes:
-            values.append(str(e.input_shapes)[:shapes_w])
-        lines.append(row(values))
-    lines += [sep, f"Self CPU time total: {_in_unit(total, time_unit)}"]
-    return "\n".join(lines) + "\n"
