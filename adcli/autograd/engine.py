@@ -779,7 +779,11 @@ def _apply_count_error(node: Node, outs: Sequence[Tensor | None]) -> None:
 
 def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool) -> None:
     var = node.variable
-    if var is None or g is None or not var._requires_grad:
+    if var is None or g is None:
+        return
+    if var._grad_fn is not None:  # detach_() then an in-place op gave the leaf a history
+        raise RuntimeError("leaf variable has been moved into the graph interior")
+    if not var._requires_grad:
         return  # (PyTorch's AccumulateGrad skips a leaf that stopped requiring grad)
     if var._grad is None:
         if create_graph and g._requires_grad:

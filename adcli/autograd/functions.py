@@ -21,6 +21,7 @@ import numpy as np
 
 from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad, softmax64
 from .node import FREED_MESSAGE, Function, SavedTensorError
+from .storage import converted
 from .summation import nll_cascade_sum, torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero, is_efficient_zero
 
@@ -1418,7 +1419,7 @@ class ToCopy(Function):
 
     def forward(ctx, a, dtype):
         ctx.in_dtype = a.data_.dtype
-        return a.data_.astype(dtype)
+        return converted(a.data_, dtype)
 
     def backward(ctx, g):
         return (ops.to_dtype(g, ctx.in_dtype),)

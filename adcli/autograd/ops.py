@@ -29,7 +29,7 @@ from .config import config as _config
 from .dtypes import DType
 from .generator import pick as _pick_generator
 from .node import dtype_refusal, recording_in_place, short_name
-from .storage import dense_order, element_positions, flat_storage
+from .storage import converted, dense_order, element_positions, flat_storage
 from .tensor import (
     Tensor,
     ZeroCounter,
@@ -725,7 +725,7 @@ def to_dtype(a: Tensor, dt: Any) -> Tensor:
         return a
     if npdt.kind not in "fc":
         # integer and bool results are not differentiable: no grad_fn, as in PyTorch
-        return Tensor._make(a.data_.astype(npdt))
+        return Tensor._make(converted(a.data_, npdt))
     return F.ToCopy.apply(a, dtype=npdt)
 
 
@@ -2797,7 +2797,16 @@ def binary_cross_entropy(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}) is deprecated. Please ensure they have the same size."
         )
+    if isinstance(weight, Tensor):
+        _check_weight_broadcasts(target.data_.shape, weight.data_.shape)
     _check_no_requires_grad(weight, "weight", "binary_cross_entropy")
+    if isinstance(weight, Tensor):
+        wide = np.broadcast_shapes(target.data_.shape, weight.data_.shape)
+        if wide != input.data_.shape:  # the weight may not widen the loss
+            raise RuntimeError(
+                f"output with shape {list(input.data_.shape)} doesn't match the broadcast "
+                f"shape {list(wide)}"
+            )
     dt = input.data_.dtype
     if target.data_.dtype != dt:  # PyTorch refuses to convert the target
         raise RuntimeError(
@@ -2807,6 +2816,21 @@ def binary_cross_entropy(
     return F.BinaryCrossEntropy.apply(
         input, target, weight=weight, reduction=_reduction(reduction), dtype=dt
     )
+
+
+def _check_weight_broadcasts(target: tuple[int, ...], weight: tuple[int, ...]) -> None:
+    """PyTorch's binary_cross_entropy first infers the size target and weight broadcast
+    to (dims from the last), refusing sizes that cannot meet, before it checks more."""
+    nd = _py.max(len(target), len(weight))
+    padded = (1,) * (nd - len(target)) + tuple(target)
+    w = (1,) * (nd - len(weight)) + tuple(weight)
+    for i in range(nd - 1, -1, -1):
+        if padded[i] != w[i] and padded[i] != 1 and w[i] != 1:
+            raise RuntimeError(
+                f"Attempting to broadcast a dimension of length {w[i]} at {i - nd}! "
+                f"Mismatching argument at index 1 had torch.Size({list(weight)}); but "
+                f"expected shape should be broadcastable to {list(padded)}"
+            )
 
 
 def nll_loss(

@@ -13,7 +13,14 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = ["dense_order", "element_positions", "flat_storage", "iterator_sort"]
+__all__ = [
+    "converted",
+    "dense_order",
+    "element_positions",
+    "empty_like_iterator",
+    "flat_storage",
+    "iterator_sort",
+]
 
 _T = TypeVar("_T")
 
@@ -113,3 +120,14 @@ def empty_like_iterator(x: np.ndarray) -> np.ndarray:
     order = dense_order(x.shape, x.strides)
     buf = np.empty(tuple(x.shape[d] for d in order), x.dtype)
     return buf.transpose(np.argsort(order))
+
+
+def converted(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`x` cast to `dtype` in the layout PyTorch's `to` gives (empty_like): a dense
+    layout kept, an expanded one ordered by its strides with its stride-0 dims in place
+    (NumPy's astype would put those innermost, which `as_strided` then sees)."""
+    if x.flags.c_contiguous:
+        return x.astype(dtype)
+    out = np.empty_like(empty_like_iterator(x), dtype=dtype)
+    np.copyto(out, x, casting="unsafe")
+    return out

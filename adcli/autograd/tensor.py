@@ -662,9 +662,12 @@ class Tensor:
         the CPU)."""
         if type(self._vc) is ZeroCounter:
             raise RuntimeError(ZERO_IMMUTABLE_COPY)
-        if src is self and not (grad_mode.state.enabled and self.requires_grad):
+        # PyTorch's copy_ kernel skips a source that is this tensor's very data (itself, or
+        # a view with the same offset, sizes and strides), expanded memory too
+        same = src is self or isinstance(src, Tensor) and ops._same_memory(self.data_, src.data_)
+        if same and not (grad_mode.state.enabled and (self.requires_grad or src.requires_grad)):
             self._check_inplace()
-            self._vc[0] += 1  # PyTorch skips copying a tensor into itself (expanded too)
+            self._vc[0] += 1
             return self
         if isinstance(src, Tensor) and not self.dtype.is_floating_point:
             # PyTorch's copy_ records nothing into a non-float tensor (one that requires
@@ -673,7 +676,7 @@ class Tensor:
             with grad_mode.no_grad():
                 return self._inplace(lambda t, s: ops.copy_from(t, s), src.detach())
         # (a tensor copied into itself is not written, so expanded memory is no error)
-        return self._inplace(lambda t, s: ops.copy_from(t, s), src, _overlap_ok=src is self)
+        return self._inplace(lambda t, s: ops.copy_from(t, s), src, _overlap_ok=same)
 
     def add_(self, other: Any, alpha: Any = 1) -> Tensor:
         """In-place `self + alpha * other`."""
