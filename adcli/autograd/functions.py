@@ -2736,6 +2736,7 @@ class AsStrided(_Getitem):
 
     def backward(ctx, g):
         r = AsStridedGrad.apply(g, index=ctx.index, shape=ctx.shape, inside=ctx.inside)
+        r._vc[0] += 1  # PyTorch wrote g into its fresh zeros in place (copy_, index_add_)
         # PyTorch returns a view (of the fresh storage it scattered g into): an in-place
         # change of the gradient then records on that storage, and views' rules apply
         strides = tuple(st // r.data_.itemsize for st in r.data_.strides)
