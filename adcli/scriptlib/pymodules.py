@@ -1,5 +1,5 @@
 """The Python modules a script may import besides torch: `math`, `random`, `numpy`,
-and the parts of `functools` and `collections` tutorials use.
+and the parts of `functools`, `collections` and `time` tutorials use.
 
 Each is a table of curated members (adcli.lang.host.Namespace is built from it).
 `math` is Python's own, with the functions whose cost grows with their
@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import random as _random
+import time as _time
 from collections.abc import Iterable
 from typing import Any
 
@@ -177,10 +178,19 @@ def collections_table() -> dict[str, Any]:
     return {"OrderedDict": OrderedDict}
 
 
+def time_table() -> dict[str, Any]:
+    """`time`: the clocks training scripts read to print how long a loop took, and
+    `sleep` (the run's wall-clock budget is enforced outside the script)."""
+    names = "time time_ns perf_counter perf_counter_ns monotonic monotonic_ns process_time sleep"
+    return {name: getattr(_time, name) for name in names.split()}
+
+
 #: modules adcli has in part -> what the members it lacks should use instead
 PARTIAL_MODULE_HINTS = {
     "functools": "adcli has functools.partial and functools.reduce; use def and lambda",
     "collections": "adcli has collections.OrderedDict; use dict and dict.setdefault",
+    "time": "adcli has the clocks (time.time, time.perf_counter, time.monotonic, "
+    "time.process_time) and time.sleep",
 }
 
 
@@ -196,6 +206,7 @@ def module_tables() -> dict[str, dict[str, Any]]:
         typing=typing_table(),
         functools=functools_table(),
         collections=collections_table(),
+        time=time_table(),
     )
     MODULE_HINTS.update(PARTIAL_MODULE_HINTS)
     tables["torch"] = {"from_numpy": numpy_api.from_numpy}
@@ -234,7 +245,6 @@ UNSUPPORTED_MODULES: dict[str, str] = {
     "json": _FILES,
     "csv": _FILES,
     "subprocess": "scripts cannot run programs",
-    "time": "timing is not available: adcli scripts print the same output on every run",
     "datetime": "timing is not available: adcli scripts print the same output on every run",
     "tqdm": "progress bars are not available: print the loss every few steps instead",
     "itertools": "use for loops, zip, enumerate and range",
