@@ -192,7 +192,10 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
             "import os\nos.listdir()\n",
             "adcli does not support os.listdir: adcli scripts cannot read or write files",
         ),
-        ("import time\ntime.strftime('%Y')\n", "adcli does not support time.strftime: adcli has the clocks"),
+        (
+            "import time\ntime.strftime('%Y')\n",
+            "adcli does not support time.strftime: adcli has the clocks",
+        ),
         ("from os import getcwd\n", "adcli does not support os.getcwd: adcli scripts cannot"),
         (
             "import foo_bar\n",
