@@ -26,7 +26,7 @@ from adcli.autograd import graph as autograd_graph
 from adcli.autograd import random as rng
 from adcli.autograd.engine import BackwardEvent
 from adcli.autograd.node import SavedTensorError
-from adcli.autograd.tensor import WARN_ONCE, Tensor
+from adcli.autograd.tensor import ENGINE_WARNING_PREFIXES, WARN_ONCE, Tensor
 from adcli.lang import host as lang_host
 from adcli.lang.compiler import _script_name
 from adcli.lang.errors import AdError
@@ -352,7 +352,8 @@ class Session:
         line = span.line if span is not None else 0
         if span is not None:  # the running call's own line, in a statement over several
             line = self.interp.current_line or line
-        key = (path, line, message) if message not in WARN_ONCE else ("", 0, message)
+        once = message in WARN_ONCE or message.startswith(ENGINE_WARNING_PREFIXES)
+        key = ("", 0, message) if once else (path, line, message)
         if key in self._warned_lines:
             return
         self._warned_lines.add(key)
