@@ -306,7 +306,7 @@ def div(a: Any, b: Any, rounding_mode: str | None = None) -> Tensor:
             )
         ta, tb, dt = _binary(a, b, const=True)
         if dt.kind in _INT_KINDS:
-            _check_int_divisor(tb, dt)
+            _check_int_divisor(ta, tb, dt)
         return F.DivRounding.apply(ta, tb, dtype=dt, mode=rounding_mode)
     ta, tb, dt = _binary(a, b, const=True)
     if dt.kind in _INT_KINDS:
@@ -380,16 +380,18 @@ def neg(a: Tensor) -> Tensor:
 negative = neg
 
 
-def _check_int_divisor(tb: Tensor, dt: np.dtype) -> None:
-    """Integer division by zero is PyTorch's RuntimeError (NumPy would give 0)."""
+def _check_int_divisor(ta: Tensor, tb: Tensor, dt: np.dtype) -> None:
+    """Integer division by zero is PyTorch's RuntimeError (NumPy would give 0), raised by
+    its kernel at a zero it divides by: none when the result is empty."""
     if dt.kind in "iu" and not tb.data_.all():
-        raise RuntimeError("ZeroDivisionError")
+        if 0 not in np.broadcast_shapes(ta.data_.shape, tb.data_.shape):
+            raise RuntimeError("ZeroDivisionError")
 
 
 def floor_divide(a: Any, b: Any) -> Tensor:
     """a // b: PyTorch records it without a derivative (backward through it raises)"""
     ta, tb, dt = _binary(a, b)
-    _check_int_divisor(tb, dt)
+    _check_int_divisor(ta, tb, dt)
     value = F.rounded_div(ta.data_.astype(dt), tb.data_.astype(dt), "floor")
     return not_implemented("aten::floor_divide", value, ta, tb)
 
@@ -405,7 +407,7 @@ def remainder(a: Any, b: Any) -> Tensor:
     """a % b (Python's sign convention); differentiable in a (and in b when a tensor)."""
     ta, tb, dt = _binary(a, b)
     if not isinstance(a, Tensor) or dt.kind in _INT_KINDS:
-        _check_int_divisor(tb, dt)
+        _check_int_divisor(ta, tb, dt)
         # a number % tensor has no derivative in PyTorch (NotImplemented grad_fn)
         value = F._remainder(ta.data_.astype(dt), tb.data_.astype(dt))
         return not_implemented("aten::remainder", value, ta, tb)
