@@ -178,8 +178,11 @@ class Mul(Function):
         return _d(a, dtype) * _d(b, dtype)
 
     def backward(ctx, g):
+        # other's gradient first, as PyTorch's MulBackward0 makes them: with create_graph
+        # the order of the nodes is the order a double backward sums in
         b, a = ctx.saved_tensors
-        return (g * b if b is not None else None), (g * a if a is not None else None)
+        gb = g * a if a is not None else None
+        return (g * b if b is not None else None), gb
 
     def jvp(ctx, ts, xs, r):
         # PyTorch's other_t * self_p + self_t * other_p
@@ -245,8 +248,8 @@ class Div(Function):
 
     def backward(ctx, g):
         a, b = ctx.saved_tensors
+        gb = -g * ((a / b) / b) if a is not None else None  # other's first, as PyTorch
         ga = g / b if ctx.needs_input_grad[0] else None
-        gb = -g * ((a / b) / b) if a is not None else None
         return ga, gb
 
     def jvp(ctx, ts, xs, r):
@@ -437,11 +440,11 @@ class PowTensor(Function):
         # PyTorch's pow_backward_self / pow_backward_exponent
         a, b, r = ctx.saved_tensors
         ga = gb = None
-        if ctx.needs_input_grad[0]:
-            ga = ops.where(b == 0, 0.0, g * (b * a ** (b - 1)))
-        if ctx.needs_input_grad[1]:
+        if ctx.needs_input_grad[1]:  # the exponent's first, as PyTorch
             # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0
             gb = g * ops.where((a == 0) & (b >= 0), 0.0, r * ops.log(a))
+        if ctx.needs_input_grad[0]:
+            ga = ops.where(b == 0, 0.0, g * (b * a ** (b - 1)))
         return ga, gb
 
     def jvp(ctx, ts, xs, r):
@@ -2090,8 +2093,8 @@ class Mm(Function):
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
+        gb = _mm_mat2_backward(g, a, ctx.layouts[1]) if a is not None else None  # as PyTorch
         ga = _mm_mat1_backward(g, b, ctx.layouts[0]) if b is not None else None
-        gb = _mm_mat2_backward(g, a, ctx.layouts[1]) if a is not None else None
         return ga, gb
 
     def jvp(ctx, ts, xs, r):
@@ -2168,8 +2171,8 @@ class Bmm(Function):
 
     def backward(ctx, g):
         b, a = ctx.saved_tensors
+        gb = ops.bmm(ops.transpose(a, 1, 2), g) if a is not None else None  # as PyTorch
         ga = ops.bmm(g, ops.transpose(b, 1, 2)) if b is not None else None
-        gb = ops.bmm(ops.transpose(a, 1, 2), g) if a is not None else None
         return ga, gb
 
     def jvp(ctx, ts, xs, r):

@@ -241,6 +241,9 @@ def _compare_run(
         compare_tensor(a, t, f"grad {i}", dtype, grad=True, meta=False)
         assert a.requires_grad == t.requires_grad, f"grad {i}: requires_grad (create_graph)"
         assert _fn_name(a) == _fn_name(t), f"grad {i}: grad_fn {_fn_name(a)} != {_fn_name(t)}"
+    assert _creation_order(ag, lambda n: n.seq) == _creation_order(
+        tg, lambda n: n._sequence_nr()
+    ), "order in which the inputs' gradients were made (a double backward sums in it)"
     if not second:
         return
     # second derivatives (grad of grad)
@@ -266,6 +269,12 @@ def _compare_run(
             f"grad of grad {i}",
             _tol(dtype, grad=True),
         )
+
+
+def _creation_order(grads: Any, seq: Callable[[Any], int]) -> list[int]:
+    """The inputs whose gradient has a grad_fn, in the order those nodes were made."""
+    made = [(seq(g.grad_fn), i) for i, g in enumerate(grads) if g is not None and g.grad_fn]
+    return [i for _, i in sorted(made)]
 
 
 def test_table_covers_the_registry() -> None:
