@@ -187,6 +187,70 @@ def _target_word(node: py.AST) -> str:
 
 _LOAD = py.Load()
 
+# Rules that are one Python node with nothing to check: the node made of the
+# rule's children `c`, which `Builder.build` places from the first to the last.
+_NODES: dict[str, Callable[[list], py.AST]] = {
+    "expr_stmt": lambda c: py.Expr(value=c[0]),
+    "yield_stmt": lambda c: py.Expr(value=c[0]),
+    "pass_stmt": lambda c: py.Pass(),
+    "break_stmt": lambda c: py.Break(),
+    "continue_stmt": lambda c: py.Continue(),
+    "return_stmt": lambda c: py.Return(value=c[1]),
+    "raise_stmt": lambda c: py.Raise(exc=c[1], cause=c[2]),
+    "assert_stmt": lambda c: py.Assert(test=c[1], msg=c[2]),
+    "import_stmt": lambda c: py.Import(names=c[1:]),
+    "dotted_as_name": lambda c: py.alias(name=c[0][0], asname=str(c[1]) if c[1] else None),
+    "import_as_name": lambda c: py.alias(name=str(c[0]), asname=str(c[1]) if c[1] else None),
+    "yield_expr": lambda c: py.Yield(value=c[1]),
+    "star_expr": lambda c: py.Starred(value=c[1], ctx=_LOAD),
+    "star_arg": lambda c: py.Starred(value=c[1], ctx=_LOAD),
+    "dstar_arg": lambda c: py.keyword(arg=None, value=c[1]),
+    "ifexp": lambda c: py.IfExp(test=c[1], body=c[0], orelse=c[2]),
+    "or_test": lambda c: py.BoolOp(op=py.Or(), values=c),
+    "and_test": lambda c: py.BoolOp(op=py.And(), values=c),
+    "not_op": lambda c: py.UnaryOp(op=py.Not(), operand=c[1]),
+    "unary": lambda c: py.UnaryOp(op=UNARY[str(c[0])](), operand=c[1]),
+    "power": lambda c: py.BinOp(left=c[0], op=py.Pow(), right=c[1]),
+    "comparison": lambda c: py.Compare(left=c[0], ops=c[1::2], comparators=c[2::2]),
+    "getitem": lambda c: py.Subscript(value=c[0], slice=c[1], ctx=_LOAD),
+    "getattr": lambda c: py.Attribute(value=c[0], attr=str(c[1]), ctx=_LOAD),
+    "slice": lambda c: py.Slice(lower=c[0], upper=c[2], step=c[4] if len(c) > 4 else None),
+    "name": lambda c: py.Name(id=str(c[0]), ctx=_LOAD),
+    "const": lambda c: py.Constant(value={"None": None, "True": True, "False": False}[str(c[0])]),
+    "ellipsis": lambda c: py.Constant(value=Ellipsis),
+    "tuple": lambda c: py.Tuple(elts=[], ctx=_LOAD),
+    "tuple_items": lambda c: py.Tuple(elts=c, ctx=_LOAD),
+    "expr_tuple": lambda c: py.Tuple(elts=c, ctx=_LOAD),
+    "subscript_tuple": lambda c: py.Tuple(elts=c, ctx=_LOAD),
+    "list": lambda c: py.List(elts=c[1:-1], ctx=_LOAD),
+    "set": lambda c: py.Set(elts=c[1:-1]),
+    "dict": lambda c: py.Dict(keys=[k for k, _ in c[1:-1]], values=[v for _, v in c[1:-1]]),
+    "listcomp": lambda c: py.ListComp(elt=c[1], generators=c[2]),
+    "setcomp": lambda c: py.SetComp(elt=c[1], generators=c[2]),
+    "genexp": lambda c: py.GeneratorExp(elt=c[1], generators=c[2]),
+    "dictcomp": lambda c: py.DictComp(key=c[1], value=c[2], generators=c[3]),
+}
+
+# Rules that are parts of a node, handed up as they are to the rule holding them.
+_PARTS: dict[str, Callable[[list], Any]] = {
+    "eval_input": lambda c: c[0],
+    "suite": _Suite,
+    "elif_clause": lambda c: (c[0], c[1].stmts),
+    "else_clause": lambda c: _Else(c[0].stmts),
+    "finally_clause": lambda c: _Finally(c[0].stmts),
+    "augop": lambda c: str(c[0])[:-1],
+    "parameters": lambda c: c,
+    "lambda_params": lambda c: c,
+    "arguments": lambda c: c,
+    "decorator": lambda c: c[-1],
+    "dict_item": lambda c: (c[0], c[1]),
+    "comp_op": lambda c: COMPARE[" ".join(str(t) for t in c)](),
+    # An optional inlined rule ([_comp_iter]) leaves no placeholder.
+    "comp_if": lambda c: _CompIf(c[0], c[1] if len(c) > 1 else None),
+    # (unplaced: the statement ends at its module)
+    "import_star": lambda c: py.alias(name="*", asname=None),
+}
+
 
 class Builder:
     """Converts one Lark parse tree into Python `ast` nodes placed in the script.
@@ -207,7 +271,7 @@ class Builder:
         self.line_base = line_base
         self.column_base = column_base
         self._bare: set[int] = set()  # generator expressions written without parentheses
-        self._handlers: dict[str, Callable[[list], Any]] = {}
+        self._handlers: dict[str, Callable[[list], Any]] = dict(_PARTS)
         for name in dir(self):
             if name.startswith("r_"):
                 self._handlers[name[2:]] = getattr(self, name)
@@ -278,7 +342,8 @@ class Builder:
                 n = len(node.children)
                 args = out[len(out) - n :]
                 del out[len(out) - n :]
-                out.append(handlers[node.data](args))
+                make = _NODES.get(node.data)
+                out.append(self.at(make(args), args) if make else handlers[node.data](args))
             else:
                 stack.append((node, True))
                 stack.extend((c, False) for c in reversed(node.children))
@@ -291,23 +356,11 @@ class Builder:
         module.source = self.source  # type: ignore[attr-defined]
         return module
 
-    def r_eval_input(self, c: list) -> py.expr:
-        return c[0]
-
-    def r_suite(self, c: list) -> _Suite:
-        return _Suite(c)
-
-    def r_expr_stmt(self, c: list) -> py.Expr:
-        return self.at(py.Expr(value=c[0]), c)
-
     def r_assign_stmt(self, c: list) -> py.Assign:
         *targets, value = c
         for t in targets:
             self._check_target(t, "assign", direct=len(targets) == 1)
         return self.at(py.Assign(targets=targets, value=value, type_comment=None), c)
-
-    def r_augop(self, c: list) -> str:
-        return str(c[0])[:-1]
 
     def r_augassign_stmt(self, c: list) -> py.AugAssign:
         target, op, value = c
@@ -318,21 +371,6 @@ class Builder:
             )
         target.ctx = py.Store()
         return self.at(py.AugAssign(target=target, op=BINOPS[op](), value=value), c)
-
-    def r_pass_stmt(self, c: list) -> py.Pass:
-        return self.at(py.Pass(), c)
-
-    def r_break_stmt(self, c: list) -> py.Break:
-        return self.at(py.Break(), c)
-
-    def r_continue_stmt(self, c: list) -> py.Continue:
-        return self.at(py.Continue(), c)
-
-    def r_return_stmt(self, c: list) -> py.Return:
-        return self.at(py.Return(value=c[1]), c)
-
-    def r_raise_stmt(self, c: list) -> py.Raise:
-        return self.at(py.Raise(exc=c[1], cause=c[2]), c)
 
     def r_global_stmt(self, c: list) -> py.Global | py.Nonlocal:
         kind = py.Global if c[0] == "global" else py.Nonlocal
@@ -347,39 +385,13 @@ class Builder:
             self._check_target(t, "delete")
         return self.at(py.Delete(targets=targets), c)
 
-    def r_assert_stmt(self, c: list) -> py.Assert:
-        return self.at(py.Assert(test=c[1], msg=c[2]), c)
-
     def r_dotted_name(self, c: list) -> tuple[str, Span]:
         return ".".join(str(t) for t in c), self.cspan(c)
-
-    def r_dotted_as_name(self, c: list) -> py.alias:
-        (name, _), asname = c
-        return self.at(py.alias(name=name, asname=str(asname) if asname else None), c)
-
-    def r_import_as_name(self, c: list) -> py.alias:
-        name, asname = c
-        return self.at(py.alias(name=str(name), asname=str(asname) if asname else None), c)
-
-    def r_import_star(self, c: list) -> py.alias:
-        return py.alias(name="*", asname=None)  # (unplaced: the statement ends at its module)
-
-    def r_import_stmt(self, c: list) -> py.Import:
-        return self.at(py.Import(names=c[1:]), c)
 
     def r_import_from(self, c: list) -> py.ImportFrom:
         module, _ = c[1]
         names = [a for a in c[2:] if a is not None]
         return self.at(py.ImportFrom(module=module, names=names, level=0), c)
-
-    def r_elif_clause(self, c: list) -> tuple:
-        return (c[0], c[1].stmts)
-
-    def r_else_clause(self, c: list) -> _Else:
-        return _Else(c[0].stmts)
-
-    def r_finally_clause(self, c: list) -> _Finally:
-        return _Finally(c[0].stmts)
 
     def r_if_stmt(self, c: list) -> py.If:
         # An `elif` is an If in the orelse of the one before, placed at its test:
@@ -440,11 +452,6 @@ class Builder:
     def r_dstar_param(self, c: list) -> _Param:
         return _Param(str(c[1]), "kwarg", None, self.cspan(c))
 
-    def r_parameters(self, c: list) -> list:
-        return c
-
-    r_lambda_params = r_parameters
-
     def _params(self, raw: list | None) -> py.arguments:
         """Python's `arguments` for a parameter list, checking Python's ordering rules."""
         args: list[py.arg] = []
@@ -492,9 +499,6 @@ class Builder:
         )
         return self.at(node, [keyword, body])
 
-    def r_decorator(self, c: list) -> py.expr:
-        return c[-1]
-
     def r_decorated(self, c: list) -> py.FunctionDef | py.ClassDef:
         # `@dec` lines above a def: applied bottom-up when the def runs, as in Python
         *decorators, definition = c
@@ -521,51 +525,11 @@ class Builder:
         node = py.AnnAssign(target=target, annotation=annotation, value=value, simple=simple)
         return self.at(node, [target, value or annotation])
 
-    def r_yield_expr(self, c: list) -> py.Yield:
-        return self.at(py.Yield(value=c[1]), c)
-
-    def r_yield_stmt(self, c: list) -> py.Expr:
-        return place(py.Expr(value=c[0]), span_of(c[0]))
-
-    def r_star_expr(self, c: list) -> py.Starred:
-        return self.at(py.Starred(value=c[1], ctx=_LOAD), c)
-
-    def r_set(self, c: list) -> py.Set:
-        return self.at(py.Set(elts=c[1:-1]), c)
-
-    def r_setcomp(self, c: list) -> py.SetComp:
-        return self.at(py.SetComp(elt=c[1], generators=c[2]), c)
-
     def r_lambdef(self, c: list) -> py.Lambda:
         _, params, body = c
         return self.at(py.Lambda(args=self._params(params), body=body), c)
 
     # ---------------------------------------------------------- expressions
-
-    def r_tuple_items(self, c: list) -> py.Tuple:
-        return self.at(py.Tuple(elts=c, ctx=_LOAD), c)
-
-    r_expr_tuple = r_tuple_items
-    r_subscript_tuple = r_tuple_items
-
-    def r_ifexp(self, c: list) -> py.IfExp:
-        body, test, orelse = c
-        return self.at(py.IfExp(test=test, body=body, orelse=orelse), c)
-
-    def r_or_test(self, c: list) -> py.BoolOp:
-        return self.at(py.BoolOp(op=py.Or(), values=c), c)
-
-    def r_and_test(self, c: list) -> py.BoolOp:
-        return self.at(py.BoolOp(op=py.And(), values=c), c)
-
-    def r_not_op(self, c: list) -> py.UnaryOp:
-        return self.at(py.UnaryOp(op=py.Not(), operand=c[1]), c)
-
-    def r_comp_op(self, c: list) -> py.cmpop:
-        return COMPARE[" ".join(str(t) for t in c)]()
-
-    def r_comparison(self, c: list) -> py.Compare:
-        return self.at(py.Compare(left=c[0], ops=c[1::2], comparators=c[2::2]), c)
 
     def r_expr(self, c: list) -> py.BinOp:
         # [a, op, b, op, c, ...] -> ((a op b) op c) ..., built in a loop.
@@ -576,12 +540,6 @@ class Builder:
         return left
 
     r_xor_expr = r_and_expr = r_arith_expr = r_term = r_expr
-
-    def r_unary(self, c: list) -> py.UnaryOp:
-        return self.at(py.UnaryOp(op=UNARY[str(c[0])](), operand=c[1]), c)
-
-    def r_power(self, c: list) -> py.BinOp:
-        return self.at(py.BinOp(left=c[0], op=py.Pow(), right=c[1]), c)
 
     def r_call(self, c: list) -> py.Call:
         func, args, _ = c
@@ -612,9 +570,6 @@ class Builder:
         positional = [a for a in args if type(a) is not py.keyword]
         return self.at(py.Call(func=func, args=positional, keywords=keywords), c)
 
-    def r_arguments(self, c: list) -> list:
-        return c
-
     def r_kwarg(self, c: list) -> py.keyword:
         name, value = c
         if type(name) is not py.Name:
@@ -623,35 +578,10 @@ class Builder:
             )
         return self.at(py.keyword(arg=name.id, value=value), c)
 
-    def r_star_arg(self, c: list) -> py.Starred:
-        return self.at(py.Starred(value=c[1], ctx=_LOAD), c)
-
-    def r_dstar_arg(self, c: list) -> py.keyword:
-        return self.at(py.keyword(arg=None, value=c[1]), c)
-
     def r_genexp_arg(self, c: list) -> py.GeneratorExp:
         node = self.at(py.GeneratorExp(elt=c[0], generators=c[1]), c)
         self._bare.add(id(node))
         return node
-
-    def r_getitem(self, c: list) -> py.Subscript:
-        return self.at(py.Subscript(value=c[0], slice=c[1], ctx=_LOAD), c)
-
-    def r_getattr(self, c: list) -> py.Attribute:
-        return self.at(py.Attribute(value=c[0], attr=str(c[1]), ctx=_LOAD), c)
-
-    def r_slice(self, c: list) -> py.Slice:
-        return self.at(py.Slice(lower=c[0], upper=c[2], step=c[4] if len(c) > 4 else None), c)
-
-    def r_name(self, c: list) -> py.Name:
-        return self.at(py.Name(id=str(c[0]), ctx=_LOAD), c)
-
-    def r_const(self, c: list) -> py.Constant:
-        value = {"None": None, "True": True, "False": False}[str(c[0])]
-        return self.at(py.Constant(value=value), c)
-
-    def r_ellipsis(self, c: list) -> py.Constant:
-        return self.at(py.Constant(value=Ellipsis), c)
 
     def r_number(self, c: list) -> py.Constant:
         tok = c[0]
@@ -670,9 +600,6 @@ class Builder:
                 raise self.error("invalid number literal", self.cspan(c)) from None
         return self.at(py.Constant(value=value), c)
 
-    def r_tuple(self, c: list) -> py.Tuple:
-        return self.at(py.Tuple(elts=[], ctx=_LOAD), c)
-
     def r_paren(self, c: list) -> py.expr:
         # The parenthesised node spans the parentheses, so error carets and
         # on_value labels cover "(a + b)".
@@ -680,29 +607,6 @@ class Builder:
         if self.line_base and lpar.line == 1 and lpar.column == 1:
             return c[1]  # the parentheses parse_expression wrapped around an f-string field
         return self.at(c[1], c)
-
-    def r_list(self, c: list) -> py.List:
-        return self.at(py.List(elts=c[1:-1], ctx=_LOAD), c)
-
-    def r_dict_item(self, c: list) -> tuple:
-        return (c[0], c[1])
-
-    def r_dict(self, c: list) -> py.Dict:
-        pairs = c[1:-1]
-        return self.at(py.Dict(keys=[k for k, _ in pairs], values=[v for _, v in pairs]), c)
-
-    def r_listcomp(self, c: list) -> py.ListComp:
-        return self.at(py.ListComp(elt=c[1], generators=c[2]), c)
-
-    def r_dictcomp(self, c: list) -> py.DictComp:
-        return self.at(py.DictComp(key=c[1], value=c[2], generators=c[3]), c)
-
-    def r_genexp(self, c: list) -> py.GeneratorExp:
-        return self.at(py.GeneratorExp(elt=c[1], generators=c[2]), c)
-
-    def r_comp_if(self, c: list) -> _CompIf:
-        # An optional inlined rule ([_comp_iter]) leaves no placeholder.
-        return _CompIf(c[0], c[1] if len(c) > 1 else None)
 
     def r_comp_for(self, c: list) -> list:
         target, it = c[0], c[1]
