@@ -14,7 +14,6 @@ import keyword
 import os
 import re
 from collections.abc import Callable, Iterator
-from typing import NoReturn
 
 from lark import Lark, Token
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -43,9 +42,12 @@ Pos = Callable[[int, int], "tuple[int, int]"]
 
 
 class _Located(Exception):
-    """A syntax problem found by the postlexer, in parse-text coordinates."""
+    """A syntax problem in parse-text coordinates (raised by the postlexer, made
+    from Lark's errors by `_token_error` and `_char_error`)."""
 
-    def __init__(self, message: str, line: int, column: int, end_column: int, kind: str) -> None:
+    def __init__(
+        self, message: str, line: int, column: int, end_column: int, kind: str = "SyntaxError"
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
@@ -113,7 +115,6 @@ class AdIndenter(PostLex):
                         tok.line,
                         tok.column,
                         tok.end_column,
-                        "SyntaxError",
                     )
                 tok = Token.new_borrow_pos(self.keyword_types[kw], kw, tok)
                 typ = tok.type
@@ -125,9 +126,7 @@ class AdIndenter(PostLex):
                 continue
             if typ in _CLOSE:
                 if not st.parens:
-                    raise _Located(
-                        f"unmatched '{tok}'", tok.line, tok.column, tok.column + 1, "SyntaxError"
-                    )
+                    raise _Located(f"unmatched '{tok}'", tok.line, tok.column, tok.column + 1)
                 opener = st.parens.pop()
                 if _MATCH[typ] != opener.type:
                     where = "" if opener.line == tok.line else f" on line {opener.line}"
@@ -137,7 +136,6 @@ class AdIndenter(PostLex):
                         tok.line,
                         tok.column,
                         tok.column + 1,
-                        "SyntaxError",
                     )
             elif typ in _OPEN:
                 st.parens.append(tok)
@@ -318,7 +316,7 @@ def _end_of(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def _scan_brackets(text: str) -> tuple[str, int, int, int, str] | None:
+def _scan_brackets(text: str) -> _Located | None:
     """The first bracket problem in the whole text, as Python's tokenizer sees it.
 
     Like CPython, a bracket left open at the end of the file (or a closing
@@ -356,27 +354,26 @@ def _scan_brackets(text: str) -> tuple[str, int, int, int, str] | None:
         elif ch in ")]}":
             col = i - line_start + 1
             if not stack:
-                return f"unmatched '{ch}'", line, col, col + 1, "SyntaxError"
+                return _Located(f"unmatched '{ch}'", line, col, col + 1)
             opener, oline, _ = stack.pop()
             if "([{".index(opener) != ")]}".index(ch):
                 where = "" if oline == line else f" on line {oline}"
-                return (
+                return _Located(
                     f"closing parenthesis '{ch}' does not match opening parenthesis"
                     f" '{opener}'{where}",
                     line,
                     col,
                     col + 1,
-                    "SyntaxError",
                 )
         i += 1
     if stack:
         opener, oline, ocol = stack[-1]
-        return f"'{opener}' was never closed", oline, ocol, ocol + 1, "SyntaxError"
+        return _Located(f"'{opener}' was never closed", oline, ocol, ocol + 1)
     return None
 
 
-def _token_error(exc: UnexpectedToken, text: str, st: _State) -> tuple[str, int, int, int, str]:
-    """(message, line, column, end_column, kind) for an unexpected token."""
+def _token_error(exc: UnexpectedToken, text: str, st: _State) -> _Located:
+    """The syntax problem an unexpected token shows."""
     tok = exc.token
     typ = tok.type
     expected = set(exc.expected or ())
@@ -390,7 +387,7 @@ def _token_error(exc: UnexpectedToken, text: str, st: _State) -> tuple[str, int,
         end = col + 1
     if typ == "_INDENT":
         width = len(str(tok))
-        return "unexpected indent", tok.end_line, 1, width + 1, "IndentationError"
+        return _Located("unexpected indent", tok.end_line, 1, width + 1, "IndentationError")
     brackets = _scan_brackets(text)
     if brackets is not None:
         return brackets
@@ -398,23 +395,16 @@ def _token_error(exc: UnexpectedToken, text: str, st: _State) -> tuple[str, int,
     hist = [t for t in st.history if t is not tok and (t.line, t.column) < (tok.line, tok.column)]
     prev = hist[-1] if hist and typ != "$END" else None
     if st.parens and "COMMA" in expected and (typ in _ATOM_TOKENS or typ in _OPEN):
-        if prev is not None and prev.line == line:
-            return (
-                "invalid syntax. Perhaps you forgot a comma?",
-                line,
-                prev.column,
-                end,
-                "SyntaxError",
-            )
-        return "invalid syntax. Perhaps you forgot a comma?", line, col, end, "SyntaxError"
+        start = prev.column if prev is not None and prev.line == line else col
+        return _Located("invalid syntax. Perhaps you forgot a comma?", line, start, end)
     if typ == "EQUAL" and "EQUAL" not in expected and not _EXPR_START <= expected:
-        return "invalid syntax. Maybe you meant '==' instead of '='?", line, col, end, "SyntaxError"
+        return _Located("invalid syntax. Maybe you meant '==' instead of '='?", line, col, end)
     if "ELSE" in expected and "IF" not in expected and typ in ("_NEWLINE", "$END", "RPAR", "COMMA"):
-        return "expected 'else' after 'if' expression", line, col, end, "SyntaxError"
+        return _Located("expected 'else' after 'if' expression", line, col, end)
     if "COLON" in expected and typ in ("_NEWLINE", "$END") and not expected & set(_CLOSE):
-        return "expected ':'", line, col, end, "SyntaxError"
+        return _Located("expected ':'", line, col, end)
     if _EXPR_START <= expected and not _STMT_START & expected:
-        return "expected an expression", line, col, end, "SyntaxError"
+        return _Located("expected an expression", line, col, end)
     if (
         prev is not None
         and prev.type == "NAME"
@@ -422,17 +412,16 @@ def _token_error(exc: UnexpectedToken, text: str, st: _State) -> tuple[str, int,
         and typ in _ATOM_TOKENS
         and prev.line == tok.line
     ):
-        return (
+        return _Located(
             f"Missing parentheses in call to '{prev}'. Did you mean {prev}(...)?",
             prev.line,
             prev.column,
             end,
-            "SyntaxError",
         )
-    return "invalid syntax", line, col, end, "SyntaxError"
+    return _Located("invalid syntax", line, col, end)
 
 
-def _char_error(exc: UnexpectedCharacters, text: str) -> tuple[str, int, int, int, str]:
+def _char_error(exc: UnexpectedCharacters, text: str) -> _Located:
     line, col = exc.line, exc.column
     rest = text[exc.pos_in_stream :]
     ch = exc.char
@@ -442,28 +431,14 @@ def _char_error(exc: UnexpectedCharacters, text: str) -> tuple[str, int, int, in
             msg = f"unterminated triple-quoted string literal (detected at line {last})"
         else:
             msg = f"unterminated string literal (detected at line {line})"
-        return msg, line, col, col + 1, "SyntaxError"
+        return _Located(msg, line, col, col + 1)
     if ch == "\\":
-        return (
-            "unexpected character after line continuation character",
-            line,
-            col,
-            col + 1,
-            "SyntaxError",
+        return _Located(
+            "unexpected character after line continuation character", line, col, col + 1
         )
     if not ch.isprintable():
-        return f"invalid non-printable character U+{ord(ch):04X}", line, col, col + 1, "SyntaxError"
-    return f"invalid character '{ch}' (U+{ord(ch):04X})", line, col, col + 1, "SyntaxError"
-
-
-def _raise_syntax(
-    info: tuple[str, int, int, int, str], source: Source, pos: Pos, prefix: str = ""
-) -> NoReturn:
-    message, line, col, end_col, kind = info
-    line, col = pos(line, col)
-    _, end_col = pos(info[1], end_col)
-    span = Span(line, col, line, max(end_col, col + 1))
-    raise ScriptSyntaxError(prefix + message, span, source, kind=kind) from None
+        return _Located(f"invalid non-printable character U+{ord(ch):04X}", line, col, col + 1)
+    return _Located(f"invalid character '{ch}' (U+{ord(ch):04X})", line, col, col + 1)
 
 
 def _run_lark(text: str, start: str, source: Source, pos: Pos, prefix: str = "") -> object:
@@ -472,18 +447,19 @@ def _run_lark(text: str, start: str, source: Source, pos: Pos, prefix: str = "")
     try:
         return lark.parse(text, start=start)
     except _Located as exc:
-        _raise_syntax(
-            (exc.message, exc.line, exc.column, exc.end_column, exc.kind), source, pos, prefix
-        )
+        problem = exc
     except UnexpectedToken as exc:
-        _raise_syntax(_token_error(exc, text, indenter.state), source, pos, prefix)
+        problem = _token_error(exc, text, indenter.state)
     except UnexpectedCharacters as exc:
-        _raise_syntax(_char_error(exc, text), source, pos, prefix)
+        problem = _char_error(exc, text)
     except (UnexpectedInput, LarkError, AssertionError, RecursionError):
         hist = indenter.state.history
         line, col = (hist[-1].line, hist[-1].column) if hist else _end_of(text)
-        _raise_syntax(("invalid syntax", line, col, col + 1, "SyntaxError"), source, pos, prefix)
-    raise AssertionError("unreachable")  # pragma: no cover
+        problem = _Located("invalid syntax", line, col, col + 1)
+    line, col = pos(problem.line, problem.column)
+    _, end_col = pos(problem.line, problem.end_column)
+    span = Span(line, col, line, max(end_col, col + 1))
+    raise ScriptSyntaxError(prefix + problem.message, span, source, kind=problem.kind) from None
 
 
 def parse_expression(source: Source, text: str, line: int, column: int) -> py.expr:
