@@ -28,7 +28,6 @@ __all__ = ["parse", "parse_expression", "get_lark", "MAX_SCRIPT_CHARS"]
 
 _OPEN = {"LPAR": "(", "LSQB": "[", "LBRACE": "{"}
 _CLOSE = {"RPAR": ")", "RSQB": "]", "RBRACE": "}"}
-_MATCH = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
 _TAB = 8
 
 # Keywords that open a block, and how Python names them in
@@ -82,9 +81,9 @@ def _indent_width(text: str) -> int:
 class AdIndenter(PostLex):
     """Python-style INDENT/DEDENT postlexer, reentrant (state per parse call).
 
-    Besides Lark's `Indenter` behaviour it reports, with positions: unmatched
-    or mismatched closing brackets, an unindent to no known level, and a block
-    header (``if x:``) not followed by an indented block.
+    Besides Lark's `Indenter` behaviour it reports, with positions: an unindent
+    to no known level, and a block header (``if x:``) not followed by an
+    indented block.
     """
 
     always_accept = ("_NEWLINE",)
@@ -125,18 +124,10 @@ class AdIndenter(PostLex):
                 last = tok
                 continue
             if typ in _CLOSE:
-                if not st.parens:
-                    raise _Located(f"unmatched '{tok}'", tok.line, tok.column, tok.column + 1)
-                opener = st.parens.pop()
-                if _MATCH[typ] != opener.type:
-                    where = "" if opener.line == tok.line else f" on line {opener.line}"
-                    raise _Located(
-                        f"closing parenthesis '{tok}' does not match opening parenthesis"
-                        f" '{opener}'{where}",
-                        tok.line,
-                        tok.column,
-                        tok.column + 1,
-                    )
+                # (one with no opener, or the wrong one, is refused by the parser:
+                # `_scan_brackets` words the error, as Python's tokenizer does)
+                if st.parens:
+                    st.parens.pop()
             elif typ in _OPEN:
                 st.parens.append(tok)
             if st.line_start is None:
