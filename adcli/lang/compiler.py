@@ -42,7 +42,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from adcli.lang.build import TEXT, children, is_elif, span_of
+from adcli.lang.build import TEXT, children, is_elif, place, span_of
 from adcli.lang.errors import ScriptSyntaxError
 from adcli.lang.guard import DEFINABLE_DUNDERS
 from adcli.lang.source import Source, Span
@@ -94,16 +94,7 @@ def _at(node: Any, where: Any) -> Any:
     """Position `node` at `where`, a span or a script node (its children without a
     position inherit it: `_fill`)."""
     if "lineno" in node._attributes:
-        if type(where) is Span:
-            node.lineno = where.line
-            node.col_offset = where.column - 1
-            node.end_lineno = where.end_line
-            node.end_col_offset = where.end_column - 1
-        else:
-            node.lineno = where.lineno
-            node.col_offset = where.col_offset
-            node.end_lineno = where.end_lineno
-            node.end_col_offset = where.end_col_offset
+        place(node, where if type(where) is Span else span_of(where))
     return node
 
 
@@ -211,13 +202,7 @@ def _depth(op: py.operator) -> py.stmt:
 def _makes_calls(body: list) -> bool:
     """Does a function body call anything? A body that does not cannot recurse by
     itself, so it needs no depth count (CPython's own limit still bounds it)."""
-    stack: list[Any] = list(body)
-    while stack:
-        n = stack.pop()
-        if type(n) is py.Call:
-            return True
-        stack.extend(children(n))
-    return False
+    return any(type(n) is py.Call for n in _nodes(body))
 
 
 def _locate(nodes: list[py.AST], span: Span) -> list[py.AST]:
@@ -278,36 +263,33 @@ def _scan(module: py.Module) -> tuple[set[str], set[str]]:
     """(every name bound anywhere in the script, names any `global`/`nonlocal` names)."""
     bound: set[str] = set()
     shared: set[str] = set()
-    stack: list[Any] = list(module.body)
-    while stack:
-        n = stack.pop()
+    for n in _nodes(module.body):
         if type(n) in (py.Global, py.Nonlocal):
             shared.update(n.names)
         elif type(n) is py.arg:
             bound.add(n.arg)
         bound.update(_binders(n))
-        stack.extend(children(n))
     return bound, shared
 
 
-def _own_scope(body: list) -> Iterator[py.AST]:
-    """The nodes of a block in its own scope: a nested function, lambda or class is
-    one of them, but not its insides."""
+def _nodes(body: list, nested: bool = True) -> Iterator[py.AST]:
+    """The nodes of a block (without recursion); without `nested`, those of its own
+    scope only: a nested function, lambda or class is one of them, not its insides."""
     stack: list[Any] = list(body)
     while stack:
         n = stack.pop()
         yield n
-        if not isinstance(n, (py.FunctionDef, py.Lambda, py.ClassDef)):
+        if nested or not isinstance(n, (py.FunctionDef, py.Lambda, py.ClassDef)):
             stack.extend(children(n))
 
 
 def _rebound(body: list) -> set[str]:
     """Names a block binds in its own scope."""
-    return {name for n in _own_scope(body) for name in _binders(n)}
+    return {name for n in _nodes(body, nested=False) for name in _binders(n)}
 
 
 def _contains_yield(body: list) -> bool:
-    return any(type(n) is py.Yield for n in _own_scope(body))
+    return any(type(n) is py.Yield for n in _nodes(body, nested=False))
 
 
 class Translator:
@@ -892,12 +874,8 @@ class Translator:
                 call = _at(_call("ad$da", self.expr(t.value), _const(t.attr)), t)
                 out.append(_at(py.Expr(call), s))
             elif type(t) is py.Name:
-                out.append(
-                    _at(
-                        py.Delete(targets=[_at(_name(_script_name(t.id), py.Del()), s)]),
-                        span_of(s),
-                    )
-                )
+                target = _at(_name(_script_name(t.id), py.Del()), s)
+                out.append(_at(py.Delete(targets=[target]), s))
             elif type(t) is py.Subscript:
                 node = py.Subscript(
                     value=self.expr(t.value), slice=self.expr(t.slice), ctx=py.Del()
@@ -1088,9 +1066,8 @@ class Translator:
         with self.inside(function=True, klass=False, no_walrus=False):
             body = self.block(s.body)
         prologue: list[py.stmt] = [py.Expr(_step())]
-        if not _contains_yield(s.body) and _makes_calls(
-            s.body
-        ):  # a generator's frame is resumed, not nested
+        # (a generator's frame is resumed, not nested)
+        if not _contains_yield(s.body) and _makes_calls(s.body):
             over = py.Compare(
                 left=py.Attribute(value=_name("ad$S"), attr="d", ctx=py.Load()),
                 ops=[py.Gt()],
