@@ -876,9 +876,9 @@ def is_script_class(cls: object) -> bool:
     return isinstance(cls, type) and any(SCRIPT in k.__dict__ for k in cls.__mro__)
 
 
-def _script_names(cls: type, name: str) -> bool:
-    """Is `name` defined by a script class of cls's MRO (or allowed by a host base)?"""
-    for k in cls.__mro__:
+def _script_names(mro: Iterable[type], name: str) -> bool:
+    """Is `name` defined by a script class of `mro` (or allowed by a host base)?"""
+    for k in mro:
         d = k.__dict__
         if SCRIPT in d:
             if name in d:
@@ -900,13 +900,7 @@ def _super_ok(obj: super, name: str) -> bool:
         return False
     mro = start.__mro__
     after = mro[mro.index(obj.__thisclass__) + 1 :] if obj.__thisclass__ in mro else mro
-    return any(
-        (SCRIPT in k.__dict__ and name in k.__dict__)
-        or (
-            type(k.__dict__.get("__ad_attrs__")) is frozenset and name in k.__dict__["__ad_attrs__"]
-        )
-        for k in after
-    )
+    return _script_names(after, name)
 
 
 def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]:
@@ -931,7 +925,7 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
             if name == "__name__":  # a host class may answer with PyTorch's name for it
                 shown = obj.__dict__.get("__ad_type_name__")
                 return shown if isinstance(shown, str) else obj.__name__
-            if script_name_ok(name) and is_script_class(obj) and _script_names(obj, name):
+            if script_name_ok(name) and is_script_class(obj) and _script_names(obj.__mro__, name):
                 return getattr(obj, name)
             # a host class's own class-level API (nn.Embedding.from_pretrained)
             class_attrs = obj.__dict__.get("__ad_class_attrs__")
@@ -942,7 +936,7 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
                 return value
         elif script_name_ok(name) and _is_script_instance(t):
             d = getattr(obj, "__dict__", None)
-            if (d is not None and name in d) or _script_names(t, name):
+            if (d is not None and name in d) or _script_names(t.__mro__, name):
                 return getattr(obj, name)
             if hasattr(obj, name):  # inherited from Python (an exception's with_traceback)
                 raise SandboxError(
