@@ -755,7 +755,6 @@ class Translator:
         if self.opt.statements:
             k = _const(self.span_index(stmt_span(s, self.src)))
             hook = _at(py.Expr(_call("ad$st", k)), stmt_span(s, self.src))
-            _locate([hook], stmt_span(s, self.src))
             out = [hook] + out
         return out
 
@@ -854,13 +853,7 @@ class Translator:
             result = self.watched(_at(_call(func, current, value), s), s)
             store = py.Subscript(value=_name(obj), slice=_name(key), ctx=py.Store())
             out.append(_at(py.Assign(targets=[_at(store, t)], value=result), s))
-        return _locate(out, s)  # type: ignore[return-value]
-
-    def s_Raise(self, s: py.Raise) -> list[py.stmt]:
-        if s.exc is None:
-            return [_at(py.Raise(exc=None, cause=None), s)]
-        cause = self.expr(s.cause) if s.cause is not None else None
-        return [_at(py.Raise(exc=self.expr(s.exc), cause=cause), s)]
+        return out
 
     def s_Global(self, s: py.Global | py.Nonlocal) -> list[py.stmt]:
         return [_at(type(s)(names=[_script_name(n) for n in s.names]), s)]
@@ -904,7 +897,7 @@ class Translator:
             call = _call("ad$import", _const(a.name), _const(a.asname is None))
             out.append(_at(_bind(_script_name(bound), call), s))
             names.append(bound)
-        return _locate(out, s) + self.assigned(names, span_of(s))  # type: ignore[operator]
+        return out + self.assigned(names, span_of(s))
 
     def s_ImportFrom(self, s: py.ImportFrom) -> list[py.stmt]:
         if s.module == "__future__":
@@ -1017,14 +1010,13 @@ class Translator:
         final = self.block(s.finalbody) if s.finalbody else []
         if final:
             final = [_at(py.If(test=_call("ad$fin"), body=final, orelse=[]), s.finalbody[0])]
-            _locate(final, s.finalbody[0])
         node = py.Try(
             body=self.block(s.body),
             handlers=handlers,
             orelse=self.block(s.orelse) if s.orelse else [],
             finalbody=final,
         )
-        return [_locate([_at(node, header)], header)[0]]
+        return [_at(node, header)]
 
     def s_With(self, s: py.With) -> list[py.stmt]:
         items = []
@@ -1046,7 +1038,7 @@ class Translator:
                     target = self.target(stored)
             items.append(py.withitem(context_expr=ctx, optional_vars=target))
         body = pre + self.assigned(names, span_of(s)) + self.block(s.body)
-        return [_locate([_at(py.With(items=items, body=body), stmt_span(s, self.src))], s)[0]]
+        return [_at(py.With(items=items, body=body), stmt_span(s, self.src))]
 
     def s_FunctionDef(self, s: py.FunctionDef) -> list[py.stmt]:
         header = stmt_span(s, self.src)
@@ -1106,7 +1098,6 @@ class Translator:
         with self.inside(function=False, klass=True, no_walrus=True):
             body = self.block(s.body)
         checked = _at(py.Starred(value=_call("ad$bases", *bases), ctx=py.Load()), header)
-        _locate([checked], header)
         node = py.ClassDef(
             name=_script_name(s.name),
             bases=[checked],
