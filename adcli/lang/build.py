@@ -201,6 +201,14 @@ _NODES: dict[str, Callable[[list], py.AST]] = {
     "import_stmt": lambda c: py.Import(names=c[1:]),
     "dotted_as_name": lambda c: py.alias(name=c[0][0], asname=str(c[1]) if c[1] else None),
     "import_as_name": lambda c: py.alias(name=str(c[0]), asname=str(c[1]) if c[1] else None),
+    "import_from": lambda c: py.ImportFrom(module=c[1][0], names=[a for a in c[2:] if a], level=0),
+    "global_stmt": lambda c: py.Global(names=[str(t) for t in c[1:]]),
+    "nonlocal_stmt": lambda c: py.Nonlocal(names=[str(t) for t in c[1:]]),
+    "while_stmt": lambda c: py.While(test=c[1], body=c[2].stmts, orelse=c[3].stmts if c[3] else []),
+    "except_clause": lambda c: py.ExceptHandler(
+        type=c[1], name=str(c[2]) if c[2] else None, body=c[3].stmts
+    ),
+    "with_stmt": lambda c: py.With(items=c[1:-1], body=c[-1].stmts, type_comment=None),
     "yield_expr": lambda c: py.Yield(value=c[1]),
     "star_expr": lambda c: py.Starred(value=c[1], ctx=_LOAD),
     "star_arg": lambda c: py.Starred(value=c[1], ctx=_LOAD),
@@ -372,12 +380,6 @@ class Builder:
         target.ctx = py.Store()
         return self.at(py.AugAssign(target=target, op=BINOPS[op](), value=value), c)
 
-    def r_global_stmt(self, c: list) -> py.Global | py.Nonlocal:
-        kind = py.Global if c[0] == "global" else py.Nonlocal
-        return self.at(kind(names=[str(t) for t in c[1:]]), c)
-
-    r_nonlocal_stmt = r_global_stmt
-
     def r_del_stmt(self, c: list) -> py.Delete:
         target = c[1]
         targets = target.elts if type(target) is py.Tuple else [target]
@@ -388,58 +390,37 @@ class Builder:
     def r_dotted_name(self, c: list) -> tuple[str, Span]:
         return ".".join(str(t) for t in c), self.cspan(c)
 
-    def r_import_from(self, c: list) -> py.ImportFrom:
-        module, _ = c[1]
-        names = [a for a in c[2:] if a is not None]
-        return self.at(py.ImportFrom(module=module, names=names, level=0), c)
-
     def r_if_stmt(self, c: list) -> py.If:
         # An `elif` is an If in the orelse of the one before, placed at its test:
         # the whole chain is one statement, as the `if` keyword's (see is_elif).
         keyword, test, body, *rest = c
         clauses = [(test, body.stmts)] + [x for x in rest if type(x) is tuple]
         orelse = next((x.stmts for x in rest if isinstance(x, _Else)), [])
-        last = orelse[-1] if orelse else clauses[-1][1][-1]
         for test, stmts in reversed(clauses[1:]):
             orelse = [place(py.If(test=test, body=stmts, orelse=orelse), span_of(test))]
         node = py.If(test=clauses[0][0], body=clauses[0][1], orelse=orelse)
-        return self.at(node, [keyword, last])
-
-    def r_while_stmt(self, c: list) -> py.While:
-        keyword, test, body, orelse = c
-        node = py.While(test=test, body=body.stmts, orelse=orelse.stmts if orelse else [])
-        return self.at(node, [keyword, orelse or body])
+        return self.at(node, c)
 
     def r_for_stmt(self, c: list) -> py.For:
-        keyword, target, it, body, orelse = c
+        _, target, it, body, orelse = c
         self._check_target(target, "for")
         stmts = orelse.stmts if orelse is not None else []
         node = py.For(target=target, iter=it, body=body.stmts, orelse=stmts, type_comment=None)
-        return self.at(node, [keyword, orelse or body])
-
-    def r_except_clause(self, c: list) -> py.ExceptHandler:
-        keyword, typ, name, body = c
-        node = py.ExceptHandler(type=typ, name=str(name) if name else None, body=body.stmts)
-        return self.at(node, [keyword, body])
+        return self.at(node, c)
 
     def r_try_stmt(self, c: list) -> py.Try:
-        keyword, body, *rest = c
+        _, body, *rest = c
         handlers = [x for x in rest if type(x) is py.ExceptHandler]
         orelse = next((x.stmts for x in rest if type(x) is _Else), [])
         final = next((x.stmts for x in rest if type(x) is _Finally), [])
-        last = [x for x in rest if x is not None][-1]
         node = py.Try(body=body.stmts, handlers=handlers, orelse=orelse, finalbody=final)
-        return self.at(node, [keyword, last.body if type(last) is py.ExceptHandler else last])
+        return self.at(node, c)
 
     def r_with_item(self, c: list) -> py.withitem:
         context, target = c
         if target is not None:
             self._check_target(target, "with")
         return py.withitem(context_expr=context, optional_vars=target)
-
-    def r_with_stmt(self, c: list) -> py.With:
-        keyword, *items, body = c
-        return self.at(py.With(items=items, body=body.stmts, type_comment=None), [keyword, body])
 
     def r_param(self, c: list) -> _Param:
         # def: NAME [":" ann] ["=" default]; lambda: NAME ["=" default]
