@@ -40,7 +40,7 @@ from __future__ import annotations
 import ast as py
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from adcli.lang.build import TEXT, children, is_elif, place, span_of
 from adcli.lang.errors import ScriptSyntaxError
@@ -58,27 +58,15 @@ _NEVER_WATCHED += (py.ListComp, py.DictComp, py.SetComp, py.GeneratorExp)
 _LONG_CHAIN = 64  # operator chains longer than this become a flat tuple of steps
 
 
-class Options:
+class Options(NamedTuple):
     """What the generated code must report: hooks present, watched types, display."""
 
-    __slots__ = ("values", "assigns", "statements", "watch", "interactive", "spans")
-
-    def __init__(
-        self,
-        *,
-        values: bool,
-        assigns: bool,
-        statements: bool,
-        watch: str,
-        interactive: bool,
-        spans: list[Span],
-    ) -> None:
-        self.values = values
-        self.assigns = assigns
-        self.statements = statements
-        self.watch = watch  # "one" (ad$T), "set" (ad$TS) or "all"
-        self.interactive = interactive
-        self.spans = spans  # the interpreter's span table: hooks get spans[k]
+    values: bool
+    assigns: bool
+    statements: bool
+    watch: str  # "one" (ad$T), "set" (ad$TS) or "all"
+    interactive: bool
+    spans: list[Span]  # the interpreter's span table: hooks get spans[k]
 
 
 def stmt_span(node: py.AST, src: Source) -> Span:
@@ -213,23 +201,14 @@ def _locate(nodes: list[py.AST], span: Span) -> list[py.AST]:
     return nodes
 
 
-class _Ctx:
+class _Ctx(NamedTuple):
     """Where the translator is: in a function? a class body? a comprehension iterable?
     Which names hold an int for certain here (`ints`: see `Translator.int_loop`)?"""
 
-    __slots__ = ("function", "klass", "no_walrus", "ints")
-
-    def __init__(
-        self,
-        function: bool,
-        klass: bool,
-        no_walrus: bool,
-        ints: frozenset[str] = frozenset(),
-    ) -> None:
-        self.function = function
-        self.klass = klass
-        self.no_walrus = no_walrus
-        self.ints = ints
+    function: bool
+    klass: bool
+    no_walrus: bool
+    ints: frozenset[str] = frozenset()
 
 
 _INT_OPS = frozenset({"+", "-", "*", "//", "%"})  # int op int: an int no bigger than a product
@@ -318,11 +297,9 @@ class Translator:
         """Translate a nested part (a function, class body, iterable) with `changes`;
         a new scope (`function` or `klass` given) knows no ints of the enclosing one."""
         saved = self.ctx
-        fields = {k: getattr(saved, k) for k in _Ctx.__slots__}
         if "function" in changes or "klass" in changes:
-            fields["ints"] = frozenset()
-        fields.update(changes)
-        self.ctx = _Ctx(**fields)
+            changes.setdefault("ints", frozenset())
+        self.ctx = saved._replace(**changes)
         try:
             yield
         finally:
