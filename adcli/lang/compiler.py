@@ -676,6 +676,15 @@ class Translator:
             return Translator.has_attribute(t.value)  # type: ignore[attr-defined]
         return False
 
+    def bound_target(self, t: py.AST, where: Span) -> tuple[py.expr, list[py.stmt]]:
+        """A `for` or `with` target Python can store natively, and the statements to
+        run after the binding: a target with an attribute binds a temporary, which
+        they store through the guard at `where`."""
+        if not self.has_attribute(t):
+            return self.target(t), []
+        tmp = self.temp()
+        return _at(_name(tmp, py.Store()), t), self.store(t, _name(tmp), where)
+
     def store(self, t: py.AST, value: py.expr, span: Span) -> list[py.stmt]:
         """Statements storing `value` into target `t` (attributes through the guard)."""
         if type(t) is py.Attribute:
@@ -938,13 +947,7 @@ class Translator:
             names = [n for n in names if n[0] != known]
             with self.inside(ints=self.ctx.ints | {known}):
                 body = self.loop_body(s.body, header)
-        if self.has_attribute(s.target):
-            tmp = self.temp()
-            target: py.expr = _at(_name(tmp, py.Store()), s.target)
-            pre = self.store(s.target, _at(_name(tmp), s.target), span_of(s.target))
-        else:
-            target = self.target(s.target)
-            pre = []
+        target, pre = self.bound_target(s.target, span_of(s.target))
         body = body[:1] + pre + self.assigned(names, span_of(s.target)) + body[1:]
         node = py.For(
             target=target,
@@ -1005,14 +1008,10 @@ class Translator:
             target = None
             if stored is not None:
                 names.extend(self.bound_names(stored))
-                if self.has_attribute(stored):
-                    tmp = self.temp()
-                    target = _at(_name(tmp, py.Store()), stored)
-                    start, end = span_of(context), span_of(stored)  # the item's span
-                    where = Span(start.line, start.column, end.end_line, end.end_column)
-                    pre.extend(self.store(stored, _name(tmp), where))
-                else:
-                    target = self.target(stored)
+                start, end = span_of(context), span_of(stored)  # the item's span
+                where = Span(start.line, start.column, end.end_line, end.end_column)
+                target, stores = self.bound_target(stored, where)
+                pre.extend(stores)
             items.append(py.withitem(context_expr=ctx, optional_vars=target))
         body = pre + self.assigned(names, span_of(s)) + self.block(s.body)
         return [_at(py.With(items=items, body=body), stmt_span(s, self.src))]
