@@ -893,12 +893,7 @@ class Translator:
                     raise self.error(f"future feature {a.name} is not defined", span_of(a))
             return [_at(py.Pass(), s)]
         mod = self.temp()
-        out: list[py.stmt] = [
-            py.Assign(
-                targets=[_name(mod, py.Store())],
-                value=_call("ad$import", _const(s.module), _const(False)),
-            )
-        ]
+        out: list[py.stmt] = [_bind(mod, _call("ad$import", _const(s.module), _const(False)))]
         if s.names[0].name == "*":  # at module level: see build.validate
             out.append(py.Expr(_call("ad$star", _name(mod), _const(s.module))))
             return _locate(out, s)  # type: ignore[return-value]
@@ -918,12 +913,8 @@ class Translator:
             clauses.append((last.test, last.body))
         orelse = self.block(last.orelse) if last.orelse else []
         for test, body in reversed(clauses):
-            node = py.If(test=self.test(test), body=self.block(body), orelse=orelse)
-            _at(node, test)
-            orelse = [node]
-        node = orelse[0]
-        _at(node, stmt_span(s, self.src))
-        return [node]
+            orelse = [_at(py.If(test=self.test(test), body=self.block(body), orelse=orelse), test)]
+        return [_at(orelse[0], stmt_span(s, self.src))]
 
     def loop_body(self, body: tuple, header: Span) -> list[py.stmt]:
         return _locate([py.Expr(_step())], header) + self.block(body)  # type: ignore[operator]
