@@ -769,16 +769,10 @@ def make_builtins(
         return sorted(items, key=key, reverse=reverse)
 
     def any_(iterable: Iterable[Any], /) -> bool:
-        for x in _bounded(iterable):
-            if x:
-                return True
-        return False
+        return any(_bounded(iterable))
 
     def all_(iterable: Iterable[Any], /) -> bool:
-        for x in _bounded(iterable):
-            if not x:
-                return False
-        return True
+        return all(_bounded(iterable))
 
     def _bounded(iterable: Iterable[Any]) -> Iterable[Any]:
         # Lazy, so any()/all() stop early, yet never loop for ever in C.
