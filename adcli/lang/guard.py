@@ -43,6 +43,7 @@ exactly as ``obj.name`` does. The evaluator layers the host's globals over it.
 from __future__ import annotations
 
 import builtins
+import itertools
 import operator
 import re
 import sys
@@ -119,13 +120,9 @@ class Guards:
             raise self.too_long(n, what)
         if n >= 0 and type(iterable) in (list, tuple, range, str, dict):
             return list(iterable)
-        out = []
-        append = out.append
-        limit = self.max_seq
-        for i, item in enumerate(iterable):
-            if i >= limit:
-                raise LimitError(f"{what} longer than the limit of {limit:,} items")
-            append(item)
+        out = list(itertools.islice(iterable, self.max_seq + 1))  # one more tells
+        if len(out) > self.max_seq:
+            raise LimitError(f"{what} longer than the limit of {self.max_seq:,} items")
         return out
 
     def check_int_bits(self, bits: int) -> None:
