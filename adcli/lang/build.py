@@ -674,6 +674,10 @@ class Builder:
             line, col = tok.line + nl, offset - text.rindex("\n", 0, offset)
         return self.pos(line, col)
 
+    def _token_span(self, tok: Token, start: int, end: int) -> Span:
+        """Real span of characters `start` to `end` (offsets) inside token `tok`."""
+        return Span(*self._token_pos(tok, start), *self._token_pos(tok, end))
+
     def _decode(self, tok: Token, raw_text: str, raw: bool, offset: int) -> str:
         if raw:
             return raw_text
@@ -756,7 +760,6 @@ class Builder:
                 raise fail("f-string expression part cannot include '#'", field_start)
             debug_text = None
             if body[j] == "=":
-                debug_text = expr_text + "="
                 j += 1
                 while j < n and body[j] in " \t":
                     j += 1
@@ -777,9 +780,7 @@ class Builder:
                 spec_parts = self._fstring_parts(
                     tok, body[j + 1 : spec_end], base + j + 1, True, depth + 1
                 )
-                line, col = self._token_pos(tok, base + j + 1)
-                end_line, end_col = self._token_pos(tok, base + spec_end)
-                spec = _joined(spec_parts, Span(line, col, end_line, end_col))
+                spec = _joined(spec_parts, self._token_span(tok, base + j + 1, base + spec_end))
                 j = spec_end
             if j >= n or body[j] != "}":
                 raise fail("f-string: expecting '}'", field_start)
@@ -789,12 +790,10 @@ class Builder:
                 parts.append(debug_text)
                 if conversion is None and spec is None:
                     conversion = "r"
-            start = self._token_pos(tok, base + field_start)
-            end = self._token_pos(tok, base + j + 1)
             field = py.FormattedValue(
                 value=value, conversion=ord(conversion) if conversion else -1, format_spec=spec
             )
-            parts.append(place(field, Span(start[0], start[1], *end)))
+            parts.append(place(field, self._token_span(tok, base + field_start, base + j + 1)))
             i = j + 1
         flush()
         return parts
