@@ -729,18 +729,14 @@ class Translator:
         out: list[py.stmt] = []
         for s in body:
             out.extend(self.stmt(s))
-        return out or [_at(py.Pass(), self.src_span_of(body))]
-
-    @staticmethod
-    def src_span_of(body: tuple) -> Span:
-        return span_of(body[0]) if body else Span(1, 1, 1, 2)
+        return out or [_at(py.Pass(), span_of(body[0]) if body else Span(1, 1, 1, 2))]
 
     def stmt(self, s: py.AST) -> list[py.stmt]:
         method = getattr(self, "s_" + type(s).__name__, None)
         out = method(s) if method is not None else [self.same(s)]
         if self.opt.statements:
-            k = _const(self.span_index(stmt_span(s, self.src)))
-            hook = _at(py.Expr(_call("ad$st", k)), stmt_span(s, self.src))
+            header = stmt_span(s, self.src)
+            hook = _at(py.Expr(_call("ad$st", _const(self.span_index(header)))), header)
             out = [hook] + out
         return out
 
