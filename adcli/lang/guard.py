@@ -500,9 +500,7 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         try:
             return obj.__dict__[name]
         except KeyError:
-            raise AttributeError(
-                f"'{t.__name__}' object has no attribute '{name}'", name=name, obj=obj
-            ) from None
+            raise _no_attr(obj, name) from None
     if (t, name) in _PLAIN:
         return getattr(obj, name)
     if t in (list, str, set, frozenset, dict):
