@@ -296,9 +296,7 @@ class Builder:
 
     def span(self, tok: Token) -> Span:
         """Span of a token."""
-        line, col = self.pos(tok.line, tok.column)
-        end_line, end_col = self.pos(tok.end_line, tok.end_column)
-        return Span(line, col, end_line, end_col)
+        return Span(*self.pos(tok.line, tok.column), *self.pos(tok.end_line, tok.end_column))
 
     def _edge(self, x: object, end: bool) -> tuple[int, int] | None:
         """Where `x` (a token, node, block, span or list of them) starts, or ends."""
