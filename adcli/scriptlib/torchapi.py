@@ -13,6 +13,7 @@ from adcli import nn as _nn
 from adcli.autograd import (
     custom,
     dtypes,
+    einsum,
     engine,
     forward_ad,
     func,
@@ -377,6 +378,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         Generator=_generator.Generator,
         default_generator=rng.default_generator,
         multinomial=_sampling.multinomial,
+        einsum=einsum.einsum,
         no_grad=grad_mode.no_grad,
         enable_grad=grad_mode.enable_grad,
         set_grad_enabled=grad_mode.set_grad_enabled,
