@@ -14,6 +14,7 @@ them all here means importing any part of the package wires the whole core.
 
 from . import (
     batched,
+    einsum,
     engine,
     forward_ad,
     functions,
@@ -21,12 +22,14 @@ from . import (
     node,
     ops,
     profiler,
+    statsops,
     tensor,
     vmapping,
 )
 
 __all__ = [
     "batched",
+    "einsum",
     "engine",
     "forward_ad",
     "functions",
@@ -34,6 +37,7 @@ __all__ = [
     "node",
     "ops",
     "profiler",
+    "statsops",
     "tensor",
     "vmapping",
 ]

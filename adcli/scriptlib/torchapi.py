@@ -25,6 +25,7 @@ from adcli.autograd import (
     optim,
     profiler,
     signatures,
+    statsops,
 )
 from adcli.autograd import functions as F
 from adcli.autograd import generator as _generator
@@ -379,6 +380,10 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         default_generator=rng.default_generator,
         multinomial=_sampling.multinomial,
         einsum=einsum.einsum,
+        trace=statsops.trace,
+        std_mean=statsops.std_mean,
+        var_mean=statsops.var_mean,
+        cdist=statsops.cdist,
         no_grad=grad_mode.no_grad,
         enable_grad=grad_mode.enable_grad,
         set_grad_enabled=grad_mode.set_grad_enabled,
