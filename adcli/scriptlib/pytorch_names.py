@@ -326,6 +326,26 @@ PYTORCH_NAMES: dict[str, frozenset[str]] = {
             "zeros_ "
         ).split()
     ),
+    "torch.utils": frozenset(
+        (
+            "ThroughputBenchmark backcompat backend_registration checkpoint cmake_prefix_path "
+            "collect_env copyreg cpp_backtrace data deterministic dlpack "
+            "generate_methods_for_privateuse1_backend get_cpp_backtrace hooks "
+            "rename_privateuse1_backend set_module swap_tensors throughput_benchmark torch weak "
+            "weakref"
+        ).split()
+    ),
+    "torch.utils.data": frozenset(
+        (
+            "BatchSampler ChainDataset ConcatDataset DFIterDataPipe DataChunk DataLoader Dataset "
+            "DistributedSampler IterDataPipe IterableDataset MapDataPipe RandomSampler Sampler "
+            "SequentialSampler StackDataset Subset SubsetRandomSampler TensorDataset "
+            "WeightedRandomSampler argument_validation dataloader datapipes dataset "
+            "default_collate default_convert distributed functional_datapipe get_worker_info "
+            "graph graph_settings guaranteed_datapipes_determinism non_deterministic "
+            "random_split runtime_validation runtime_validation_disabled sampler"
+        ).split()
+    ),
     "torch.nn.utils": frozenset(
         (
             "clip_grad clip_grad_norm clip_grad_norm_ clip_grad_value_ "
@@ -450,8 +470,9 @@ _NO_RNN = (
 )
 _NO_FILES = "adcli scripts cannot read or write files"
 _NO_DATA = (
-    "datasets and data loaders are not available in adcli: make tensors with torch.randn "
-    "and slice mini-batches with torch.randperm"
+    "adcli's torch.utils.data has Dataset (to derive from), TensorDataset, Subset, "
+    "random_split and DataLoader (batch_size, shuffle, drop_last, collate_fn); no samplers, "
+    "iterable datasets or worker processes"
 )
 
 #: What to use instead of a PyTorch name adcli lacks, by dotted name (a module's entry

@@ -39,6 +39,7 @@ from adcli.autograd.anomaly import is_anomaly_enabled
 from adcli.autograd.anomaly import set_detect_anomaly as _Anomaly
 from adcli.autograd.tensor import Size, Tensor
 from adcli.lang import guard
+from adcli.scriptlib import data as _data
 
 # Every op exposed as `torch.NAME`.
 TORCH_OPS = (
@@ -399,6 +400,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
         nn="module:torch.nn",
         optim="module:torch.optim",
         linalg="module:torch.linalg",
+        utils="module:torch.utils",
     )
     torch["relu"] = ops.relu
     torch.update(ops.inplace_functions())  # torch.exp_(x) and friends
@@ -476,6 +478,8 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     torch["func"] = "module:torch.func"
     tables["torch.autograd.forward_ad"] = forward_ad.module_members()
     tables["torch.func"] = func.module_members()
+    # torch.utils.data (adcli/scriptlib/data.py)
+    tables.update(_data.module_members())
     # the profiler (adcli/autograd/profiler.py)
     torch["profiler"] = "module:torch.profiler"
     tables["torch.autograd.profiler"] = profiler.autograd_profiler_members()
