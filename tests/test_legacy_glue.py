@@ -218,12 +218,14 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
             "adcli does not support torch.save: adcli scripts cannot read or write files",
         ),
         (
-            "from torch.utils.data import DataLoader\n",
-            "adcli does not support torch.utils.data: datasets and data loaders",
+            "from torch.utils.data import IterableDataset\n",
+            "adcli does not support torch.utils.data.IterableDataset: adcli's torch.utils.data "
+            "has Dataset",
         ),
         (
-            "import torch.utils.data\n",
-            "adcli does not support torch.utils.data: datasets and data loaders",
+            "from torch.utils.data import WeightedRandomSampler\n",
+            "adcli does not support torch.utils.data.WeightedRandomSampler: adcli's "
+            "torch.utils.data has Dataset",
         ),
         (
             "import torch\nx = torch.ones(1)\nx.cuda()\n",
