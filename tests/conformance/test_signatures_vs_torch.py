@@ -227,6 +227,15 @@ CASES: list[Case] = [
     c("torch.column_stack", tensors=[X, Y]),
     c("torch.roll", input=X, shifts=(1, -1), dims=(0, 1)),
     c("torch.atan2", input=X, other=Y),
+    c("torch.einsum", "ij,jk->ik", X, A("m34")),
+    c("torch.einsum", "bij,bjk", [A("b234"), A("b245")]),
+    c("torch.trace", input=A("sq")),
+    c("torch.std_mean", input=X, dim=1, correction=0, keepdim=True),
+    c("torch.std_mean", input=X, dim=0, unbiased=False, keepdim=False),
+    c("torch.var_mean", input=X, dim=[0, 1], correction=2),
+    c("torch.var_mean", input=X, unbiased=False),
+    c("torch.cdist", x1=X, x2=Y, p=1.0, compute_mode="donot_use_mm_for_euclid_dist"),
+    c("torch.cdist", x1=X, x2=A("x13"), p=2.0, compute_mode="use_mm_for_euclid_dist"),
     c("torch.arctan2", input=X, other=Y),
     c("torch.softmax", input=X, dim=1, dtype=F64),
     c("torch.log_softmax", input=X, dim=0, dtype=F64),
@@ -438,6 +447,7 @@ CASES: list[Case] = [
     c("Tensor.triu", X, diagonal=-1),
     c("Tensor.triu_", X, diagonal=2),
     c("Tensor.roll", X, shifts=1, dims=1),
+    c("Tensor.trace", A("sq")),
     c("Tensor.atan2", X, other=Y),
     c("Tensor.atan2_", X, other=Y),
     c("Tensor.arctan2", X, other=Y),
@@ -526,6 +536,8 @@ ALLOWED_KEYWORDS: dict[str, str] = {
     "src@copy_": "the schema's name; PyTorch's Python binding takes other (src= fails)",
     "implicit": "internal to the tracer (Tensor.expand(size, *, implicit))",
     "dtype@view": "Tensor.view(dtype): reinterpreting bytes is not supported",
+    "a@einsum": "einsum.sublist(Tensor a, ...): the sublist form; torch.einsum(*args) takes no "
+    "keywords in Python",
 }
 
 
