@@ -1057,6 +1057,73 @@ def tutorial(g: Gen) -> Plan | None:
     return Plan(rng.choice(forms), [x], MOVE, [], "roll")
 
 
+# ---------------------------------------------------------------- einsum, trace, moments, cdist
+
+#: einsum equations by operand shapes (n, m, k stand for small sizes)
+_EINSUM = (
+    ("ij,jk->ik", ("nk", "km")),
+    ("ij,jk", ("nk", "km")),
+    ("bij,bjk->bik", ("2nk", "2km")),
+    ("i,j->ij", ("n", "m")),
+    ("i,i->", ("k", "k")),
+    ("ii->", ("kk",)),
+    ("ii", ("kk",)),
+    ("ii->i", ("kk",)),
+    ("ij->", ("nm",)),
+    ("ij->j", ("nm",)),
+    ("ij->ji", ("nm",)),
+    ("ij,ij->ij", ("nm", "nm")),
+    ("ij,j->i", ("nk", "k")),
+    ("bn,anm,bm->ba", ("2k", "nkm", "2m")),
+    ("...ij,...jk->...ik", ("2nk", "2km")),
+    ("ij,k->i", ("nm", "k")),
+    ("bqd,bkd->bqk", ("2nk", "2mk")),
+)
+
+
+def misc_ops(g: Gen) -> Plan | None:
+    """einsum (common equations, 1 to 3 operands), trace, std_mean / var_mean, cdist."""
+    rng = g.rng
+    case = rng.choice(("einsum", "einsum", "trace", "moments", "cdist"))
+    dtype = torch.float64 if g.f64_mode else rng.choice((torch.float32, torch.float32, None))
+    sizes = {"n": rng.randint(1, 3), "m": rng.randint(1, 3), "k": rng.randint(0, 3), "2": 2}
+    if case == "einsum":
+        eq, shapes = rng.choice(_EINSUM)
+        names: list[str] = []
+        for sh in shapes:
+            t = g.need(tuple(sizes[c] for c in sh), dtype=g.ns[names[0]].dtype if names else dtype)
+            if not t:
+                return None
+            names.append(t)
+        ops = ", ".join(names)
+        expr = (
+            f"torch.einsum('{eq}', [{ops}])"
+            if rng.random() < 0.3
+            else f"torch.einsum('{eq}', {ops})"
+        )
+        return Plan(expr, names, ORDER, [], "einsum")
+    if case == "trace":
+        x = g.any_tensor("fi", lambda t: t.ndim == 2)
+        if not x:
+            return None
+        return Plan(rng.choice((f"{x}.trace()", f"torch.trace({x})")), [x], ORDER, [], "trace")
+    if case == "moments":
+        x = g.any_tensor("f")
+        if not x:
+            return None
+        name = rng.choice(("std_mean", "var_mean"))
+        d = _dim(g, g.ns[x].ndim)
+        args = rng.choice(("", f", {d}", f", dim={d}, keepdim=True", f", {d}, correction=0"))
+        return Plan(f"torch.{name}({x}{args})[{rng.randint(0, 1)}]", [x], TRANSC, [], name)
+    a = g.need((sizes["n"], sizes["k"]), dtype=dtype)
+    b = g.need((sizes["m"], sizes["k"]), dtype=g.ns[a].dtype) if a else ""
+    if not (a and b):
+        return None
+    p = rng.choice(("", ", p=1.0", ", p=3.0", ", compute_mode='use_mm_for_euclid_dist'"))
+    kinks = [("zero", [a]), ("zero", [b])]
+    return Plan(f"torch.cdist({a}, {b}{p})", [a, b], TRANSC, kinks, "cdist")
+
+
 # ---------------------------------------------------------------- choosing
 
 FAMILIES = (
@@ -1076,6 +1143,7 @@ FAMILIES = (
     (gather, 2),
     (loss, 4),
     (tutorial, 6),
+    (misc_ops, 4),
 )
 
 
