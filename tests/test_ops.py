@@ -42,6 +42,10 @@ class AdcliNamespace:
     bool = T.dtypes.bool_
 
     def __getattr__(self, item: str) -> Any:
+        if item in ("trace", "std_mean", "var_mean", "cdist", "einsum"):
+            from adcli.autograd import einsum, statsops  # ops of their own modules
+
+            return getattr(statsops, item, None) or einsum.einsum
         if item in ("normal", "Generator"):  # the script library's (adcli/scriptlib)
             from adcli.scriptlib.torchapi import module_table
 
@@ -930,6 +934,40 @@ CASES += [
     ),
 ]
 
+# trace, std_mean / var_mean, cdist (adcli/autograd/statsops.py)
+CASES += [
+    Case("trace", lambda m, x: m.trace(x), (S(3, 4),), ("Trace",)),
+    Case("trace_method", lambda m, x: x.trace() * 2, (S(3, 3),), ("Trace",)),
+    Case("std_mean", lambda m, x: m.std_mean(x, 1), (S(2, 4),), ("StdMean",)),
+    Case("std_mean_all", lambda m, x: m.std_mean(x), (S(3, 2),), ("StdMean",)),
+    Case("var_mean", lambda m, x: m.var_mean(x, 0, keepdim=True), (S(3, 2),), ("VarMean",)),
+    Case(
+        "var_mean_correction",
+        lambda m, x: m.var_mean(x, [0, 1], correction=0),
+        (S(2, 3),),
+        ("VarMean",),
+    ),
+    Case(
+        "cdist",
+        lambda m, a, b: m.cdist(a, b),
+        (S(3, 2), S(4, 2)),
+        ("Cdist", "CdistBackward"),
+        second=False,
+    ),
+    Case(
+        "cdist_p1", lambda m, a, b: m.cdist(a, b, p=1), (S(3, 2), S(2, 2)), ("Cdist",), second=False
+    ),
+    Case(
+        "cdist_p3", lambda m, a, b: m.cdist(a, b, 3), (S(2, 3), S(2, 3)), ("Cdist",), second=False
+    ),
+    Case(
+        "cdist_mm",
+        lambda m, a, b: m.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+        (S(3, 2), S(4, 2)),
+        ("EuclideanDist",),
+    ),
+]
+
 CASE_IDS = [c.id for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS), "duplicate case ids"
 
@@ -977,7 +1015,7 @@ NO_FD = {
 }
 # Functions whose backward raises by design (PyTorch's NotImplemented grad_fn)
 # NotImplementedOp raises; a normal sample's gradient is zero by PyTorch's definition
-NO_DERIVATIVE = {"NotImplementedOp", "Normal", "NormalStd", "NormalBoth"}
+NO_DERIVATIVE = {"NotImplementedOp", "Normal", "NormalStd", "NormalBoth", "CdistBackward"}
 # dtype-changing cases: float32 rounding needs a larger step
 LOOSE = {"to_float64", "double", "to_float32", "to_same"}
 
