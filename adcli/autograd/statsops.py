@@ -33,9 +33,10 @@ class Trace(Function):
         return np.asarray(torch_sum(diag, None), x.dtype)
 
     def backward(ctx, g):
+        # PyTorch's trace_backward: g written on the diagonal of flat zeros, viewed back
         n, m = ctx.shape
-        eye = Tensor._make(np.eye(n, m, dtype=g.data_.dtype))
-        return (ops.mul(ops.expand(g, (n, m)), eye),)
+        eye = Tensor._make(np.eye(n, m, dtype=g.data_.dtype).reshape(-1))
+        return (ops.view(ops.mul(ops.expand(g, (n * m,)), eye), (n, m)),)
 
     def jvp(ctx, ts, xs, r):
         return trace(ts[0])
@@ -63,16 +64,16 @@ def _welford_mean(x: np.ndarray, dims: tuple[int, ...], keepdim: bool) -> np.nda
     kept = [d for d in range(x.ndim) if d not in dims]
     k = math.prod(x.shape[d] for d in dims)
     order = kept + sorted(dims, key=lambda d: -abs(x.strides[d]))
-    data = np.transpose(x, order).reshape(-1, k).astype(np.float64)
-    mean = np.zeros(data.shape[0])
-    if k == 0:
-        mean = mean + np.nan
+    if k == 0:  # nothing to average: NaN (no Welford step ran)
+        mean = np.full(math.prod(x.shape[d] for d in kept), np.nan)
     elif k <= 1 << 14:
+        data = np.transpose(x, order).reshape(-1, k).astype(np.float64)
+        mean = np.zeros(data.shape[0])
         with np.errstate(invalid="ignore", over="ignore"):
             for i in range(k):
                 mean = mean + (data[:, i] - mean) / float(i + 1)
     else:
-        mean = data.mean(axis=1)
+        mean = np.transpose(x, order).reshape(-1, k).astype(np.float64).mean(axis=1)
     out = mean.astype(x.dtype)
     shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
     out = out.reshape(shape)
@@ -101,8 +102,14 @@ class _Moments(Function):
         grad = None
         if g_spread is not None:
             if ctx.take_sqrt:  # std_backward: grad / (2 std), 0 where std is 0
-                dim = None if ctx.whole else list(ctx.dims)
-                r = ops.std(a, dim, keepdim=ctx.keepdim, correction=ctx.correction)
+                # the std again, differentiably (its row directly: no second dof warning)
+                r = functions.Std.apply(
+                    a,
+                    dims=ctx.dims,
+                    correction=ctx.correction,
+                    keepdim=ctx.keepdim,
+                    whole=ctx.whole,
+                )
                 g_spread = ops.masked_fill(g_spread / (r * 2), r == 0, 0.0)
             grad = functions._var_backward(ctx, g_spread, a)
         if g_mean is not None:
@@ -301,7 +308,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> T
     batch = tuple(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     r1, r2 = a.shape[-2], b.shape[-2]
     mode = _MODES[compute_mode]
-    if p == 2 and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25))):
+    # an empty operand always takes the _cdist_forward row (PyTorch's special case)
+    if p == 2 and a.size and b.size and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25))):
         e1, e2 = x1, x2
         if batch or a.ndim > 2 or b.ndim > 2:
             m = a.shape[-1]

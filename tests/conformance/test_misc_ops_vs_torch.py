@@ -173,6 +173,14 @@ STATS: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...]]] = {
         lambda m, a, b: m.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"),
         ((30, 3), (5, 3)),
     ),
+    # fuzz misc1: an empty operand takes the CdistBackward0 row even on the mm path
+    "cdist_empty_columns": (
+        lambda m, a, b: m.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+        ((2, 0), (3, 0)),
+    ),
+    "cdist_empty_rows": (lambda m, a, b: m.cdist(a, b), ((0, 3), (30, 3))),
+    "std_mean_empty": (lambda m, x: m.std_mean(x), ((0,),)),
+    "var_mean_empty_dim": (lambda m, x: m.var_mean(x, 0), ((0, 3),)),
     "cdist_bad_mode": (lambda m, a, b: m.cdist(a, b, compute_mode="x"), ((4, 3), (5, 3))),
     "cdist_columns": (lambda m, a, b: m.cdist(a, b), ((4, 3), (5, 2))),
     "cdist_1d": (lambda m, a, b: m.cdist(a, b), ((3,), (5, 3))),
@@ -185,6 +193,16 @@ STATS: dict[str, tuple[Callable[..., Any], tuple[tuple[int, ...], ...]]] = {
 def test_stats_ops_match_torch(name: str, double: bool) -> None:
     fn, shapes = STATS[name]
     _same(_describe(torch, fn, shapes, double), _describe(AD, fn, shapes, double))
+
+
+def test_trace_gradient_graph() -> None:
+    """trace's gradient, when it needs a graph, ends in a view (fuzz misc1:357)."""
+    out = []
+    for m in (torch, AD):
+        t = m.ones(2, 3, requires_grad=True)
+        (g,) = m.autograd.grad(m.norm(m.trace(t)) * m.trace(t), t, create_graph=True)
+        out.append((g.grad_fn.name(), g.tolist()))
+    assert out[0] == out[1]
 
 
 def test_saved_attributes() -> None:
