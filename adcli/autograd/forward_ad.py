@@ -179,7 +179,8 @@ def _apply_rule(ctx: Any, level: int, tangents: tuple[Any, ...], inputs: Any, ou
         return
     rule = getattr(cls, "jvp", None)
     if rule is None:
-        raise not_supported(op_name(cls))
+        refusal = getattr(cls, "jvp_refusal", None)  # PyTorch's longer "not implemented yet"
+        raise NotImplementedError(refusal) if refusal else not_supported(op_name(cls))
     with hidden(level):
         result = rule(ctx, tangents, inputs, out)
         outs = out if cls.multi_output else (out,)

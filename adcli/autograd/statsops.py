@@ -121,6 +121,17 @@ class _Moments(Function):
             grad = part if grad is None else ops.add(grad, part)
         return (grad,)
 
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        spread = r[0]
+        if ctx.take_sqrt:
+            g = ops.where(spread == 0, 0.0, functions._ones_like(spread) / (spread * 2))
+        else:
+            g = functions._ones_like(spread)
+        spread_t = ops.sum_dims(t * functions._var_backward(ctx, g, a), ctx.dims, ctx.keepdim)
+        n = math.prod(ctx.shape[d] for d in ctx.dims) if ctx.dims else 1
+        return spread_t, ops.div(ops.sum_dims(t, ctx.dims, ctx.keepdim), n)
+
 
 class StdMean(_Moments):
     """std_mean: the standard deviation and the mean"""
@@ -236,10 +247,21 @@ class CdistBackward(Function):
         raise NotImplementedError("the derivative for '_cdist_backward' is not implemented.")
 
 
+def _no_jvp(name: str) -> str:
+    return (
+        f"Trying to use forward AD with {name} that does not support it because it has not "
+        "been implemented yet.\nPlease file an issue to PyTorch at "
+        "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we "
+        "can prioritize its implementation or submit a PR adding the implementation to "
+        "derivatives.yaml"
+    )
+
+
 class Cdist(Function):
     """the p-norm distance between each row of x1 and each row of x2"""
 
     grad_fn_name = "CdistBackward0"
+    jvp_refusal = _no_jvp("_cdist_forward")
 
     def forward(ctx, x1, x2, p):
         ctx.p = p
@@ -258,6 +280,7 @@ class EuclideanDist(Function):
     """cdist's matrix-product path for p = 2: sqrt(|x1|² - 2 x1·x2 + |x2|²)"""
 
     grad_fn_name = "EuclideanDistBackward0"
+    jvp_refusal = _no_jvp("_euclidean_dist")
 
     def forward(ctx, x1, x2):
         a, b = x1.data_, x2.data_

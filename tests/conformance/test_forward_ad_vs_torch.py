@@ -149,6 +149,18 @@ CASES: list[Case] = [
     ("cumprod_zero", [S], lambda T, x: (x * T.tensor([1.0, 0, 1, 0], dtype=x.dtype)).cumprod(1)),
     ("roll", [S], lambda T, x: x.roll((1, -1), (0, 1))),
     ("roll_flat", [S], lambda T, x: T.roll(x, 2)),
+    # einsum (composed of the rows above), trace, std_mean / var_mean
+    ("einsum_matmul", [(2, 3), (3, 4)], lambda T, x, y: T.einsum("ij,jk->ik", x, y)),
+    (
+        "einsum_bilinear",
+        [(2, 3), (4, 3, 2), (2, 2)],
+        lambda T, x, w, y: T.einsum("bn,anm,bm->ba", x, w, y),
+    ),
+    ("einsum_trace", [(3, 3)], lambda T, x: T.einsum("ii", x)),
+    ("trace", [(3, 4)], lambda T, x: x.trace()),
+    ("std_mean", [S], lambda T, x: T.std_mean(x, 1)),
+    ("std_mean_all", [S], lambda T, x: T.std_mean(x)),
+    ("var_mean", [S], lambda T, x: T.var_mean(x, 0, keepdim=True)),
     ("tril", [S], lambda T, x: x.tril()),
     ("triu", [S], lambda T, x: T.triu(x, diagonal=1)),
     ("atan2", [S, S], lambda T, a, b: T.atan2(a, b)),
