@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import functions, moments, ops, saved_attrs
+from . import functions, grad_mode, moments, ops, saved_attrs
 from .node import Function
 from .summation import torch_sum
 from .tensor import Tensor
@@ -283,14 +283,19 @@ class EuclideanDist(Function):
     jvp_refusal = _no_jvp("_euclidean_dist")
 
     def forward(ctx, x1, x2):
+        # PyTorch's _euclidean_dist: [-2 x1, |x1|², 1] @ [x2, 1, |x2|²]ᵀ, clamped at 0, then
+        # sqrt; the norms and the product through adcli's own sum and matmul kernels,
+        # which round as PyTorch's do
         a, b = x1.data_, x2.data_
-        n1 = np.sum(a * a, axis=-1, keepdims=True)
-        n2 = np.sum(b * b, axis=-1, keepdims=True)
-        left = np.concatenate([a * -2, n1, np.ones_like(n1)], axis=-1)
-        right = np.concatenate([b, np.ones_like(n2), n2], axis=-1)
-        sq = np.matmul(left, np.swapaxes(right, -1, -2))
+        with grad_mode.no_grad():
+            n1 = ops.sum(ops.pow(Tensor._make(a), 2), -1, True).data_
+            n2 = ops.sum(ops.pow(Tensor._make(b), 2), -1, True).data_
+            left = np.concatenate([a * -2, n1, np.ones_like(n1)], axis=-1)
+            right = np.concatenate([b, np.ones_like(n2), n2], axis=-1)
+            rt = np.ascontiguousarray(np.swapaxes(right, -1, -2))
+            sq = ops.matmul(Tensor._make(left), Tensor._make(rt)).data_
         ctx.save_output(x1, x2)
-        return np.sqrt(np.maximum(sq, np.asarray(1e-30, a.dtype))).astype(a.dtype)
+        return np.sqrt(np.maximum(sq, np.asarray(0, a.dtype))).astype(a.dtype)
 
     def backward(ctx, g):
         x1, x2, r = ctx.saved_tensors

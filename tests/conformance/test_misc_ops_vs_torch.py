@@ -195,6 +195,19 @@ def test_stats_ops_match_torch(name: str, double: bool) -> None:
     _same(_describe(torch, fn, shapes, double), _describe(AD, fn, shapes, double))
 
 
+def test_cdist_mm_path_is_exactly_zero_for_equal_rows() -> None:
+    """The matrix-product path clamps at 0 before its sqrt, with PyTorch's sum and
+    matmul rounding: equal rows are exactly 0 apart (fuzz ci:35)."""
+    out = []
+    for m in (torch, AD):
+        m.manual_seed(3)
+        t = m.tensor([[2.5, -1.6]])
+        a = m.randn(30, 3)
+        d = m.cdist(a, a[:4])
+        out.append((m.cdist(t, t, compute_mode="use_mm_for_euclid_dist").item(), d.tolist()))
+    assert out[0] == out[1]
+
+
 def test_trace_gradient_graph() -> None:
     """trace's gradient, when it needs a graph, ends in a view (fuzz misc1:357)."""
     out = []
