@@ -8,6 +8,7 @@ tests/conformance/scripts/legacy_*.ad and glue_*.ad."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 import pytest
@@ -294,3 +295,45 @@ def test_training_scripts_can_time_themselves() -> None:
         "print(time.time() >= t0, perf_counter() > p0, type(time.time_ns()).__name__)\n"
     )
     assert (code, out) == (0, "True True int\n")
+
+
+_PYTHON_GLUE = """names = ["loss", "acc"]
+print("|".join(n.ljust(6) for n in names), "x".rjust(3), "t".center(5, "*"), "7".zfill(3))
+print("hello world".title(), "abc".capitalize(), "a,b".partition(","), "a\\nb".splitlines())
+print("a=b=c".rpartition("="), "Ab".swapcase(), "ab".isalpha(), "a1".isalnum(), " ".isspace())
+print("loss=0.25".rsplit("=", 1), "x.pt".removesuffix(".pt"), "abcb".rfind("b"), "abcb".index("c"))
+print(divmod(7, 2), divmod(-7.5, 2), pow(2, 10), pow(3, 200, 7), pow(2.0, -1))
+print(bin(5), oct(8), hex(255), ord("a"), chr(98), format(3.14159, ".2f"), format(42, ">6"))
+print(hash(3) == hash(3), hash("a") == hash("a"))
+try:
+    raise ValueError("bad value", 3)
+except (TypeError, ValueError) as err:
+    print(type(err).__name__, err.args)
+class MyError(KeyError):
+    pass
+try:
+    raise MyError("k")
+except KeyError as err:
+    print(err.args, repr(err))
+"""
+
+
+def test_python_glue_prints_what_python_prints() -> None:
+    # Python is the oracle here: string methods, number builtins, an exception's args.
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(_PYTHON_GLUE, {})
+    assert run(_PYTHON_GLUE) == (0, out.getvalue())
+
+
+@pytest.mark.parametrize(
+    "script, message",
+    [
+        ('"x".ljust(10**9)\n', "LimitError: string of 1,000,000,000 items"),
+        ('"x".zfill(10**9)\n', "LimitError: string of 1,000,000,000 items"),
+        ("pow(10, 10**8)\n", "LimitError: integer result of about 400,000,000 bits"),
+        ('format(1, "1000000000")\n', "LimitError: format width or precision 1000000000"),
+    ],
+)
+def test_padding_and_powers_are_bounded(script: str, message: str) -> None:
+    assert message in first_error(script)

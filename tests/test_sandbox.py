@@ -127,7 +127,12 @@ ESCAPES = [
         "SandboxError",
         "'with_traceback'",
     ),
-    ("try:\n    1/0\nexcept Exception as e:\n    e.args\n", "SandboxError", "'args'"),
+    # an exception's args only when plain data or the script's own objects
+    (
+        "try:\n    raise ValueError(len)\nexcept Exception as e:\n    e.args\n",
+        "SandboxError",
+        "'args'",
+    ),
     ("raise SystemExit\n", "NameError", "name 'SystemExit' is not defined"),
     ("raise KeyboardInterrupt\n", "NameError", "name 'KeyboardInterrupt' is not defined"),
     ("t = tensor()\nt.hidden\n", "AttributeError", "'Tensorish' object has no attribute 'hidden'"),

@@ -385,7 +385,13 @@ _PLAIN = frozenset(
         # set and frozenset (the methods taking iterables are in _guarded_method)
         (set, "add discard remove pop clear copy issubset issuperset isdisjoint"),
         (frozenset, "copy issubset issuperset isdisjoint"),
-        (str, "split strip lstrip rstrip upper lower startswith endswith find count isdigit"),
+        (
+            str,
+            "split rsplit strip lstrip rstrip upper lower title capitalize swapcase casefold"
+            " startswith endswith find rfind index rindex count partition rpartition"
+            " splitlines removeprefix removesuffix isdigit isalpha isalnum isspace isupper"
+            " islower isnumeric isdecimal istitle isidentifier",
+        ),
         (tuple, "index count"),
         # slice (what `x[a:b:c]` makes; `slice(...)` builds one)
         (slice, "start stop step indices"),
@@ -395,6 +401,7 @@ _PLAIN = frozenset(
 
 
 _PLAIN_TYPES = (list, dict, str, tuple, set, frozenset)
+_PADDING = frozenset("ljust rjust center zfill".split())  # results as long as `width`
 _SET_METHODS = frozenset(
     "union intersection difference symmetric_difference update intersection_update"
     " difference_update symmetric_difference_update".split()
@@ -448,6 +455,15 @@ def _guarded_method(obj: Any, name: str, guards: Guards) -> Callable | None:
             return obj.join(items)
 
         return join
+    if t is str and name in _PADDING:
+        method = getattr(obj, name)
+
+        def pad(width: Any, *fill: Any) -> str:
+            guards.check_len(operator.index(width), "string")
+            return method(width, *fill)
+
+        pad.__name__ = name
+        return pad
     if t is str and name == "replace":
 
         def replace(old: str, new: str, count: int = -1) -> str:
@@ -503,6 +519,8 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
             raise _no_attr(obj, name) from None
     if (t, name) in _PLAIN:
         return getattr(obj, name)
+    if name == "args" and isinstance(obj, BaseException) and _plain_args(obj):
+        return obj.args  # what `raise E(a, b)` was given: tutorials print it
     if t in (list, str, set, frozenset, dict):
         wrapped = _guarded_method(obj, name, guards)
         if wrapped is not None:
@@ -514,6 +532,15 @@ def get_attribute(obj: Any, name: str, guards: Guards) -> Any:
         )
     # name and obj let the diagnostic say "Did you mean: ...?" as Python 3.12 does
     raise AttributeError(missing_attribute(t, name), name=name, obj=obj)
+
+
+_PLAIN_ARGS = (str, int, float, bool, type(None))
+
+
+def _plain_args(e: BaseException) -> bool:
+    """Whether an exception's args are all plain data or script objects (an exception
+    raised inside a library could carry one of its own objects)."""
+    return all(type(a) in _PLAIN_ARGS or _is_script_instance(type(a)) for a in e.args)
 
 
 def _unbound_method(cls: type, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -795,6 +822,14 @@ def make_builtins(
                 return 0
         return round(number, ndigits)
 
+    def pow_(base: Any, exp: Any, mod: Any = None) -> Any:
+        if mod is None:
+            return guards.pow(base, exp)
+        return pow(base, exp, mod)  # modular: never larger than mod
+
+    def format_(value: Any, format_spec: str = "", /) -> str:
+        return guards.format_value(value, format_spec)
+
     table: dict[str, object] = {
         "print": make_print(write, guards.check_repr),
         "len": len,
@@ -823,6 +858,15 @@ def make_builtins(
         "any": any_,
         "all": all_,
         "repr": repr_,
+        "pow": pow_,
+        "divmod": divmod,
+        "format": format_,
+        "bin": bin,
+        "oct": oct,
+        "hex": hex,
+        "ord": ord,
+        "chr": chr,
+        "hash": hash,
     }
     table.update(EXCEPTIONS)
     return _named(table)
@@ -927,6 +971,8 @@ def make_attribute_guards(guards: Guards) -> tuple[Callable, Callable, Callable]
             d = getattr(obj, "__dict__", None)
             if (d is not None and name in d) or _script_names(t.__mro__, name):
                 return getattr(obj, name)
+            if name == "args" and isinstance(obj, BaseException) and _plain_args(obj):
+                return obj.args
             if hasattr(obj, name):  # inherited from Python (an exception's with_traceback)
                 raise SandboxError(
                     f"attribute '{name}' of '{t.__name__}' objects"
