@@ -2738,6 +2738,9 @@ class AsStrided(_Getitem):
         return AsStrided.apply(ts[0], index=ctx.index, inside=ctx.inside)
 
     def backward(ctx, g):
+        if not ctx.shape and (ctx.inside is None or ctx.inside.all()):  # a 0-d input
+            # whose view reads only its element: g reduced into it
+            return (_expand_storage_grad(g),)
         r = AsStridedGrad.apply(g, index=ctx.index, shape=ctx.shape, inside=ctx.inside)
         r._vc[0] += 1  # PyTorch wrote g into its fresh zeros in place (copy_, index_add_)
         # PyTorch returns a view (of the fresh storage it scattered g into): an in-place
@@ -2766,10 +2769,28 @@ class AsStridedExpand(Function):
         return np.broadcast_to(a.data_, shape)
 
     def backward(ctx, g):
-        return (ops.sum(g),)
+        return (_expand_storage_grad(g),)
 
     def jvp(ctx, ts, xs, r):
         return ops.expand(ts[0], r.data_.shape)
+
+
+def _expand_storage_grad(g: Tensor) -> Tensor:
+    """The gradient of a 0-d base from its expanded view's re-derived node, made as
+    PyTorch's as_strided backward makes it: g reduced dim by dim from the last (a size-1
+    dim squeezed, a broadcast one summed), copied into a fresh one-element storage, and
+    returned as a 0-d view of it at version 1. So it is a view (an in-place op after
+    requires_grad_() names "a view of a leaf Variable") and its graph is PyTorch's."""
+    if not g.data_.size:  # PyTorch returns plain zeros written in place, without history
+        r = Tensor._make(np.zeros((), g.data_.dtype))
+        r._vc[0] += 1
+        return r
+    src = g
+    for d in range(g.data_.ndim - 1, -1, -1):
+        src = ops.squeeze(src, d) if g.data_.shape[d] == 1 else ops.sum_dims(src, (d,), False)
+    storage = Tensor._make(np.zeros((1,), g.data_.dtype))
+    ops.as_strided(storage, (), (), 0).copy_(src)
+    return ops.as_strided(storage, (), (), 0)
 
 
 class AsStridedGrad(Function):

@@ -2439,12 +2439,12 @@ def rebase_view(view: Tensor) -> None:
         return  # (still to re-derive should the base come to require grad, as in PyTorch)
     if view._creation:
         raise RuntimeError(view_rebase_message(view, indirect=True))
-    idx = view_position(view)
+    idx = None if base.data_.ndim == 0 else view_position(view)
     view._view_version = version
     if idx is not None:
         params: dict[str, Any] = {"index": idx}
         make = F.AsStridedRebase
-    elif base.data_.ndim == 0 and view.data_.size:  # an expand of a 0-d base
+    elif base.data_.ndim == 0:  # every view of a 0-d base reads its one element
         params, make = {"shape": view.data_.shape}, F.AsStridedExpand
     else:
         return
