@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .differ import Mismatch
+from .differ import Mismatch, Outcome, split_records
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,39 @@ BY_FEATURE: dict[str, Divergence] = {
         "cannot tell what PyTorch's tell.",
     ),
 }
+
+
+# A program whose torch run met one of PyTorch's internal assertions: every mismatch of
+# it is counted under this entry (see `torch_internal_assert`).
+TORCH_INTERNAL_ASSERT = Divergence(
+    "torch-internal-assert",
+    "*",
+    r"INTERNAL ASSERT FAILED",
+    "PyTorch stopped at one of its own internal assertions (its message asks to report "
+    "a bug to PyTorch), as torch 2.13 does for an in-place op on a tensor that "
+    "backward(inputs=...) gave a gradient accumulator and detach_() then made a leaf. "
+    "That is a PyTorch bug, not a semantics to copy: adcli runs the statement.",
+    side="torch",
+)
+
+#: an error PyTorch's own consistency check raised: the `repr` of a RuntimeError whose
+#: sentence is c10's "<condition> INTERNAL ASSERT FAILED at <file>:<line>, please report..."
+_INTERNAL_ASSERT = re.compile(
+    r"^RuntimeError\(['\"].*INTERNAL ASSERT FAILED at .*please report a bug to PyTorch"
+)
+
+
+def torch_internal_assert(torch_out: Outcome) -> Divergence | None:
+    """TORCH_INTERNAL_ASSERT when PyTorch's run of a program raised an internal assertion
+    (an error record, or the program's uncaught error), else None. Only errors count: a
+    value or a text that happens to contain the words does not."""
+    errors = [r.text for r in split_records(torch_out.stdout) if r.cls == "!"]
+    if torch_out.error is not None:
+        kind, message, _ = torch_out.error
+        errors.append(f"{kind}({message!r})")
+    if any(_INTERNAL_ASSERT.match(e) for e in errors):
+        return TORCH_INTERNAL_ASSERT
+    return None
 
 
 def classify(m: Mismatch) -> Divergence | None:

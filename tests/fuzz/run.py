@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from .differ import Mismatch, Outcome, compare, run_adcli, run_torch
-from .divergences import BY_FEATURE, DELIBERATE, classify
+from .divergences import (
+    BY_FEATURE,
+    DELIBERATE,
+    TORCH_INTERNAL_ASSERT,
+    classify,
+    torch_internal_assert,
+)
 from .gen import generate
 from .shrink import shrink
 
@@ -121,8 +127,9 @@ def check(text: str) -> tuple[Outcome, Outcome, list[Mismatch], list[str]]:
     a = run_adcli(text)
     real: list[Mismatch] = []
     deliberate: list[str] = []
+    torch_bug = torch_internal_assert(t)  # then every mismatch of the program is counted apart
     for m in compare(t, a, text):
-        d = classify(m)
+        d = torch_bug or classify(m)
         if d is None:
             real.append(m)
         else:
@@ -554,6 +561,8 @@ def findings_markdown(summary: Summary, title: str = "Fuzz findings") -> str:
         parts.append("## Deliberate divergences (not counted as failures)\n")
         parts += [f"- **{d.name}** ({d.category}): {d.reason}" for d in DELIBERATE]
         parts += [f"- **{d.name}** (any, {f}): {d.reason}" for f, d in BY_FEATURE.items()]
+        d = TORCH_INTERNAL_ASSERT
+        parts.append(f"- **{d.name}** (any, torch's error): {d.reason}")
     return "\n".join(parts) + "\n"
 
 

@@ -16,9 +16,10 @@ torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.torch
 
-from .differ import compare_text, run_torch, split_records  # noqa: E402
+from .differ import Outcome, compare_text, run_torch, split_records  # noqa: E402
+from .divergences import TORCH_INTERNAL_ASSERT, torch_internal_assert  # noqa: E402
 from .gen import generate  # noqa: E402
-from .run import findings_markdown, fuzz_many  # noqa: E402
+from .run import check, findings_markdown, fuzz_many  # noqa: E402
 from .shrink import shrink  # noqa: E402
 
 SEED = "ci"
@@ -90,6 +91,52 @@ def test_shrinker_keeps_the_failure_and_drops_the_rest() -> None:
     assert "torch.exp(" in small
     assert "print" not in small and "d = " not in small and "keepdim" not in small
     assert len(small.splitlines()) <= 3
+
+
+_ASSERT = (
+    "RuntimeError('old_fn INTERNAL ASSERT FAILED at \"/__w/pytorch/pytorch/torch/csrc/"
+    "autograd/variable.cpp\":205, please report a bug to PyTorch. ')"
+)
+
+
+@pytest.mark.parametrize(
+    ("stdout", "error", "expected"),
+    [
+        (f"@1 tensor(1.)\n@2! {_ASSERT}\n", None, True),  # a caught error record
+        ("@1 tensor(1.)\n", ("RuntimeError", _ASSERT[14:-2], 7), True),  # uncaught
+        ("@1! RuntimeError('a leaf Variable that requires grad is being used')\n", None, False),
+        (f"@1 {_ASSERT}\n", None, False),  # printed text, not an error record
+        (f"@1! ValueError({_ASSERT[13:-1]})\n", None, False),  # not c10's RuntimeError
+    ],
+)
+def test_torch_internal_assert_is_told_apart(
+    stdout: str, error: tuple[str, str, int] | None, expected: bool
+) -> None:
+    """A program is counted apart only when PyTorch raised one of its internal asserts."""
+    got = torch_internal_assert(Outcome(stdout, error=error))
+    assert got is (TORCH_INTERNAL_ASSERT if expected else None)
+
+
+def test_torch_internal_assert_program_is_deliberate() -> None:
+    """Fuzz s23check:9862, shrunk: torch 2.13 asserts on an in-place op after
+    backward(inputs=[t]) and t.detach_(); adcli runs it, and the mismatch is counted apart."""
+    text = (
+        "import torch\n"
+        "t2 = torch.eye(2, requires_grad=True)\n"
+        "t5 = torch.tanh(t2)\n"
+        "t5.sum().backward(retain_graph=True, inputs=[t5])\n"
+        "t5.detach_()\n"
+        "t8 = torch.rand((), requires_grad=True)\n"
+        "try:\n"
+        "    t5 -= t8\n"
+        "except Exception as e:\n"
+        "    print('@1!', repr(e))\n"
+    )
+    t, _, real, deliberate = check(text)
+    if torch_internal_assert(t) is None:
+        pytest.skip("this PyTorch has no such assert here (fixed upstream?)")
+    assert real == []
+    assert deliberate == ["torch-internal-assert"]
 
 
 def test_fuzz_programs_agree_with_torch() -> None:
