@@ -338,8 +338,25 @@ def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
             if _node.prof is not None:
                 _instant(_node.prof, ("aten::add_",))
             buf[i] = Tensor._make(cur.data_ + g.data_)
+            # PyTorch adds into a gradient only it holds (its version goes one up), else
+            # into the other one, else into new memory
+            own = cur if _own(cur) else g if _own(g) else None
+            if own is not None and type(buf[i]._vc) is list:
+                buf[i]._vc[0] = own._vc[0] + 1
     else:
         buf[i] = cur + g
+
+
+#: ids of the gradients the caller of the running pass holds (backward's `gradient`,
+#: the implicit ones of a scalar root): PyTorch's AccumulateGrad and input buffers
+#: never adopt or add into those, their reference count says someone else has them
+_held: set[int] = set()
+
+
+def _own(g: Tensor) -> bool:
+    """Whether PyTorch would write into gradient `g` in place, being its only holder (a
+    result of a backward formula, not the caller's, not a view, one dense block)."""
+    return id(g) not in _held and g._base is None and _tensor_module._dense(g.data_)
 
 
 def _run(
@@ -363,6 +380,8 @@ def _run(
     buffers: dict[Node, list[Tensor | None]] = {}
     prev_mode = grad_mode.state.enabled
     grad_mode.state.enabled = create_graph
+    global _held
+    prev_held, _held = _held, {id(g) for g in root_grads if g is not None}
     try:
         for (node, nr), g in zip(edges, root_grads, strict=False):
             buf = buffers.get(node)
@@ -520,6 +539,7 @@ def _run(
         raise
     finally:
         grad_mode.state.enabled = prev_mode
+        _held = prev_held
         if p_event is not None:
             p.end(p_event)
     if event.kind == "backward":
@@ -570,7 +590,7 @@ def _profiled_accumulate(p: Any, node: AccumulateGrad, g: Tensor | None, create:
     try:
         if var is not None and g is not None and var._requires_grad:
             if var._grad is None and not create:
-                if _obeys_layout(g.data_, var.data_):  # PyTorch takes it (a detached alias)
+                if _adopts(var, g):  # PyTorch takes it (a detached alias)
                     _instant(p, ("aten::detach", "detach"))
                 else:  # else copies it into the leaf's layout
                     _instant(p, ("aten::new_empty_strided", "aten::empty_strided"))
@@ -584,12 +604,6 @@ def _profiled_accumulate(p: Any, node: AccumulateGrad, g: Tensor | None, create:
             _node.prof_hook = hook
     finally:
         p.end(ev)
-
-
-def _obeys_layout(g: np.ndarray, var: np.ndarray) -> bool:
-    """Whether a first gradient can become `.grad` as it is: dense, with the leaf's
-    strides (PyTorch's layout contract; an expanded gradient is copied)."""
-    return g.strides == var.strides and (g.flags.c_contiguous or g.flags.f_contiguous)
 
 
 def _n_outputs(node: Node) -> int:
@@ -794,7 +808,7 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
         elif type(g._vc) is ZeroCounter and not create_graph:
             var._grad = g.detach()  # PyTorch takes the new gradient itself: an efficient zero
         else:
-            var._grad = Tensor._make(np.array(g.data_, copy=True))
+            var._grad = _first_grad(var, g, create_graph)
     elif create_graph:
         var._grad = var._grad + g
     else:
@@ -809,6 +823,43 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
             var._grad._vc[0] += 1
         else:
             var._grad = Tensor._make(dst + g.data_)
+
+
+def _first_grad(var: Tensor, g: Tensor, create_graph: bool) -> Tensor:
+    """A leaf's first `.grad`, with the version PyTorch's AccumulateGrad leaves on it:
+    outside create_graph it adopts `g` itself when nothing else holds it and g is laid
+    out as the leaf (g's version goes along: 1 for as_strided's or an index's gradient);
+    otherwise it copies g into new memory laid out as the leaf (a copy_: version 1; a
+    leaf that is not one dense block gets a contiguous clone, version 0)."""
+    dense = _tensor_module._dense(var.data_)
+    if not create_graph and _adopts(var, g):
+        out = Tensor._make(np.array(g.data_, copy=True))
+        version = g._vc[0]
+    else:
+        arr = np.empty_like(var.data_) if dense else np.empty(var.data_.shape, var.data_.dtype)
+        arr[...] = g.data_
+        out = Tensor._make(arr)
+        version = 1 if dense else 0
+    if type(out._vc) is list:  # (not an inference counter)
+        out._vc[0] = version
+    return out
+
+
+def _adopts(var: Tensor, g: Tensor) -> bool:
+    """Whether PyTorch's AccumulateGrad (outside create_graph) takes a first gradient as
+    `.grad` itself: when the caller does not hold it and it obeys the layout contract."""
+    return id(g) not in _held and _obeys_layout(g.data_, var.data_)
+
+
+def _obeys_layout(g: np.ndarray, var: np.ndarray) -> bool:
+    """PyTorch's obeys_layout_contract: a dense leaf's gradient has the leaf's strides on
+    each dim of size > 1 (and no 0 stride on the others); any other leaf's is contiguous."""
+    if not _tensor_module._dense(var):
+        return g.flags.c_contiguous
+    for n, gs, vs in zip(g.shape, g.strides, var.strides, strict=True):
+        if (n != 1 and gs != vs) or (n == 1 and gs == 0):
+            return False
+    return True
 
 
 def _post_accumulate_hooks(node: AccumulateGrad) -> None:

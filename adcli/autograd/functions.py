@@ -1677,7 +1677,8 @@ class _EvenlyDistributed(Function):
         a, r = ctx.saved_tensors
         mask = ops.isnan(a) if np.isnan(r.data_) else a == r
         share = g / ops.sum(mask)
-        return (ops.masked_fill(_zeros_like(a), mask, share),)
+        # PyTorch fills its new zeros in place (masked_fill_): version 1
+        return (_written(ops.masked_fill(_zeros_like(a), mask, share)),)
 
     def jvp(ctx, ts, xs, r):
         # the mean of the tangents of the tied extreme elements
@@ -1717,9 +1718,11 @@ class _SelectingReduction(Function):
         _check_kept(ctx)
         if not ctx.shape:  # PyTorch's zeros.scatter of a 0-d tensor: a new tensor, not g
             index = np.zeros((), np.int64)
-            return (ScatterPut.apply(g, dim=0, index=index, shape=()),)
+            return (_written(ScatterPut.apply(g, dim=0, index=index, shape=()), 2),)
         g = _unreduce(g, ctx.shape, (ctx.dim,), ctx.keepdim)
-        return (ScatterPut.apply(g, dim=ctx.dim, index=ctx.indices, shape=ctx.shape),)
+        # PyTorch's value_selecting_reduction_backward leaves its result at version 2
+        r = ScatterPut.apply(g, dim=ctx.dim, index=ctx.indices, shape=ctx.shape)
+        return (_written(r, 2),)
 
     def jvp(ctx, ts, xs, r):
         t = ts[0]
@@ -2712,7 +2715,8 @@ class Index(_Getitem):
 
     def backward(ctx, g):
         _check_kept(ctx)
-        return (ops.embed(g, ctx.index, ctx.shape),)
+        # PyTorch puts g into new zeros in place (index_put_): version 1
+        return (_written(ops.embed(g, ctx.index, ctx.shape)),)
 
 
 class AsStrided(_Getitem):
@@ -2821,6 +2825,14 @@ class AsStridedGrad(Function):
 
     def jvp(ctx, ts, xs, r):
         return AsStridedGrad.apply(ts[0], index=ctx.index, shape=r.data_.shape, inside=ctx.inside)
+
+
+def _written(r: Tensor, times: int = 1) -> Tensor:
+    """`r`, a new gradient, at the version PyTorch's backward leaves on its own: the
+    number of in-place writes that built it (into fresh zeros)."""
+    if type(r._vc) is list:  # (not an efficient zero's or an inference counter)
+        r._vc[0] += times
+    return r
 
 
 def _masked(index: Any, inside: np.ndarray) -> tuple[Any, ...]:
@@ -3145,7 +3157,8 @@ class Gather(Function):
 
     def backward(ctx, g):
         _check_kept(ctx)
-        return (ops.scatter_into(g, ctx.dim, ctx.index, ctx.shape),)
+        # PyTorch adds g into new zeros in place (scatter_add_): version 1
+        return (_written(ops.scatter_into(g, ctx.dim, ctx.index, ctx.shape)),)
 
     def jvp(ctx, ts, xs, r):
         return ops.gather(ts[0], ctx.dim, Tensor._make(np.asarray(ctx.index)))
