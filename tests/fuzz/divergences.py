@@ -39,15 +39,6 @@ DELIBERATE: tuple[Divergence, ...] = (
         "PyTorch's C++ stack trace (frame addresses, library paths) after the sentence; "
         "adcli gives the same sentence without the trace.",
     ),
-    Divergence(
-        "gradient-views",
-        "error-missing",
-        r"Can't detach views in-place",
-        "Some of PyTorch's backward formulas return views (linear's bias gradient), so "
-        "detach_() on such a gradient is refused; adcli's are plain tensors there (its "
-        "sum, expand and as_strided gradients are views, as PyTorch's).",
-        side="torch",
-    ),
 )
 
 
