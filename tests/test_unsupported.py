@@ -24,12 +24,12 @@ def run(text: str) -> tuple[int, str]:
             "u.ad:2:5: error: AttributeError: adcli does not support torch.fft yet",
         ),
         (
-            "import torch\nx = torch.ones(2)\nx.logcumsumexp(0)\n",
-            "u.ad:3:1: error: AttributeError: adcli does not support Tensor.logcumsumexp yet",
+            "import torch\nx = torch.ones(2)\nx.cummax(0)\n",
+            "u.ad:3:1: error: AttributeError: adcli does not support Tensor.cummax yet",
         ),
         (
-            "import torch\np = torch.nn.Parameter(torch.ones(2))\np.logcumsumexp(0)\n",
-            "u.ad:3:1: error: AttributeError: adcli does not support Tensor.logcumsumexp yet",
+            "import torch\np = torch.nn.Parameter(torch.ones(2))\np.cummax(0)\n",
+            "u.ad:3:1: error: AttributeError: adcli does not support Tensor.cummax yet",
         ),
         (
             "import torch.nn.functional as F\nF.softsign\n",

@@ -3274,6 +3274,396 @@ class Where(Function):
         return ops.where(c, 0.0 if ta is None else ta, 0.0 if tb is None else tb)
 
 
+# ************************************************************ scatter and index_* writes
+# PyTorch's derivative formulas: what a write overwrote gets no gradient (scatter or
+# index_fill of zeros there), what it added passes; the written source gets g picked
+# where it went (gather, index_select).
+
+
+def _as_1d(x: np.ndarray) -> np.ndarray:
+    """A 0-d operand counts as 1-d in PyTorch's scatter and index kernels."""
+    return x.reshape(-1) if x.ndim == 0 else x
+
+
+def _head(src: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """src's leading block of `shape` (scatter reads only where the index reaches)."""
+    return _as_1d(src)[tuple(slice(0, n) for n in shape)]
+
+
+def _scatter_np(x: np.ndarray, dim: int, index: np.ndarray, values: Any, add: bool) -> np.ndarray:
+    """A C-ordered copy of x with values written (or added, in index order) at index."""
+    out = np.array(x, order="C")
+    flat, idx = _as_1d(out), _as_1d(index)
+    where = _along(idx, dim)
+    if isinstance(values, np.ndarray):
+        values = _head(values, idx.shape)
+    if add:
+        np.add.at(flat, where, values)
+    else:
+        flat[where] = values
+    return out
+
+
+def _scalar_of(value: Any, dt: np.dtype) -> Any:
+    """A number as the kernel's scalar of dtype dt (a float into an integer truncates)."""
+    return np.asarray(value).astype(dt)[()]
+
+
+def _index_tuple(ndim: int, dim: int, index: np.ndarray) -> tuple[Any, ...]:
+    """The NumPy index of the slices index_* address along dim (0-d as 1-d)."""
+    idx: list[Any] = [slice(None)] * max(ndim, 1)
+    idx[dim] = index.reshape(-1)
+    return tuple(idx)
+
+
+def _index_write(x: np.ndarray, dim: int, index: np.ndarray, values: Any, add: bool) -> np.ndarray:
+    out = np.array(x, order="C")
+    where = _index_tuple(x.ndim, dim, index)
+    if isinstance(values, np.ndarray):
+        values = _as_1d(values) if x.ndim == 0 else values
+    if add:
+        np.add.at(_as_1d(out), where, values)
+    else:
+        _as_1d(out)[where] = values
+    return out
+
+
+def _src_grad(name: str, g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """The picked gradient, refused as PyTorch's engine refuses it when the source is
+    larger than the index (gather gives the index's shape)."""
+    got = g.data_.shape
+    if got != shape:
+        raise RuntimeError(
+            f"Function {name} returned an invalid gradient at index 1 - got {list(got)} but "
+            f"expected shape compatible with {list(shape)}"
+        )
+    return g
+
+
+def _zero_or(t: Tensor | None, x: Tensor) -> Tensor:
+    return _zeros_like(x) if t is None else t
+
+
+class ScatterSrc(Function):
+    """self with src's values written at an index tensor along dim"""
+
+    grad_fn_name = "ScatterBackward0"
+
+    def forward(ctx, a, src, dim, index, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index, ctx.src_shape = dim, index, src.data_.shape
+        return _scatter_np(a.data_, dim, index, src.data_, False)
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        i = Tensor._make(ctx.index)
+        ga = ops.scatter(g, ctx.dim, i, 0.0) if ctx.needs_input_grad[0] else None
+        gs = None
+        if ctx.needs_input_grad[1]:
+            gs = _src_grad("ScatterBackward0", ops.gather(g, ctx.dim, i), ctx.src_shape)
+        return ga, gs
+
+    def jvp(ctx, ts, xs, r):
+        i = Tensor._make(ctx.index)
+        return ops.scatter(_zero_or(ts[0], xs[0]), ctx.dim, i, _zero_or(ts[1], xs[1]))
+
+
+class ScatterValue(Function):
+    """self with a number written at an index tensor along dim"""
+
+    grad_fn_name = "ScatterBackward1"
+
+    def forward(ctx, a, dim, index, value, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index = dim, index
+        return _scatter_np(a.data_, dim, index, _scalar_of(value, a.data_.dtype), False)
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        return (ops.scatter(g, ctx.dim, Tensor._make(ctx.index), 0.0),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.scatter(ts[0], ctx.dim, Tensor._make(ctx.index), 0.0)
+
+
+class ScatterAddSrc(Function):
+    """self with src's values added at an index tensor along dim"""
+
+    grad_fn_name = "ScatterAddBackward0"
+
+    def forward(ctx, a, src, dim, index, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index, ctx.src_shape = dim, index, src.data_.shape
+        return _scatter_np(a.data_, dim, index, src.data_, True)
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        gs = None
+        if ctx.needs_input_grad[1]:
+            gs = ops.gather(g, ctx.dim, Tensor._make(ctx.index))
+            gs = _src_grad("ScatterAddBackward0", gs, ctx.src_shape)
+        return g, gs
+
+    def jvp(ctx, ts, xs, r):
+        i = Tensor._make(ctx.index)
+        return ops.scatter_add(_zero_or(ts[0], xs[0]), ctx.dim, i, _zero_or(ts[1], xs[1]))
+
+
+def _index_select(g: Tensor, dim: int, index: np.ndarray) -> Tensor:
+    """g's slices at index along dim (index_select, written as a subscript)."""
+    if g.data_.ndim == 0:
+        return ops.getitem(ops.reshape(g, (1,)), Tensor._make(index.reshape(-1)))
+    idx = (slice(None),) * dim + (Tensor._make(index.reshape(-1)),)
+    return ops.getitem(g, idx)
+
+
+class IndexFill(Function):
+    """self with a number written over the slices at index along dim"""
+
+    grad_fn_name = "IndexFillBackward0"
+
+    def forward(ctx, a, dim, index, value, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index = dim, index
+        return _index_write(a.data_, dim, index, np.asarray(value).astype(a.data_.dtype), False)
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        return (ops.index_fill(g, ctx.dim, Tensor._make(ctx.index), 0.0),)
+
+    def jvp(ctx, ts, xs, r):
+        return ops.index_fill(ts[0], ctx.dim, Tensor._make(ctx.index), 0.0)
+
+
+class IndexFillTensor(Function):
+    """self with a 0-d tensor's value written over the slices at index (it gets g's sum there)"""
+
+    grad_fn_name = "IndexFillBackward1"
+
+    def forward(ctx, a, value, dim, index, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index = dim, index
+        return _index_write(a.data_, dim, index, value.data_.astype(a.data_.dtype), False)
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        i = Tensor._make(ctx.index)
+        ga = ops.index_fill(g, ctx.dim, i, 0.0) if ctx.needs_input_grad[0] else None
+        gv = ops.sum(_index_select(g, ctx.dim, ctx.index)) if ctx.needs_input_grad[1] else None
+        return ga, gv
+
+    def jvp(ctx, ts, xs, r):
+        i = Tensor._make(ctx.index)
+        base = ops.index_fill(_zero_or(ts[0], xs[0]), ctx.dim, i, 0.0)
+        return base if ts[1] is None else ops.index_fill(base, ctx.dim, i, ts[1])
+
+
+class IndexAdd(Function):
+    """self with alpha * source added to the slices at index along dim"""
+
+    grad_fn_name = "IndexAddBackward0"
+
+    def forward(ctx, a, src, dim, index, alpha, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index, ctx.alpha, ctx.src_shape = dim, index, alpha, src.data_.shape
+        s = src.data_ if alpha == 1 else src.data_ * np.asarray(alpha, src.data_.dtype)
+        return _index_write(a.data_, dim, index, s, True)
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        gs = None
+        if ctx.needs_input_grad[1]:
+            gs = ops.reshape(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
+            gs = gs if ctx.alpha == 1 else gs * ctx.alpha
+        return g, gs
+
+    def jvp(ctx, ts, xs, r):
+        i = Tensor._make(ctx.index)
+        base = _zero_or(ts[0], xs[0])
+        if ts[1] is None:
+            return base
+        return ops.index_add(base, ctx.dim, i, ts[1], alpha=ctx.alpha)
+
+
+class IndexCopy(Function):
+    """self with source's slices copied over the slices at index along dim"""
+
+    grad_fn_name = "IndexCopyBackward0"
+
+    def forward(ctx, a, src, dim, index, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index, ctx.src_shape = dim, index, src.data_.shape
+        return _index_write(a.data_, dim, index, src.data_, False)
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        i = Tensor._make(ctx.index)
+        ga = ops.index_fill(g, ctx.dim, i, 0.0) if ctx.needs_input_grad[0] else None
+        gs = None
+        if ctx.needs_input_grad[1]:
+            gs = ops.reshape(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
+        return ga, gs
+
+    def jvp(ctx, ts, xs, r):
+        i = Tensor._make(ctx.index)
+        return ops.index_copy(_zero_or(ts[0], xs[0]), ctx.dim, i, _zero_or(ts[1], xs[1]))
+
+
+class IndexPutAccumulate(Function):
+    """`index_put(indices, values, accumulate=True)`: values added at array indices"""
+
+    grad_fn_name = "IndexPutBackward0"
+
+    def forward(ctx, base, value, index, dtype):
+        _keep(ctx, *(index if isinstance(index, tuple) else (index,)))
+        ctx.index, ctx.value_shape = index, value.data_.shape
+        out = base.data_.copy()
+        np.add.at(out, index, np.broadcast_to(_d(value, dtype), out[index].shape))
+        return out
+
+    def backward(ctx, g):
+        _check_kept(ctx)
+        gv = None
+        if ctx.needs_input_grad[1]:
+            gv = ops.sum_to(ops.getitem(g, ctx.index), ctx.value_shape)
+        return g, gv
+
+    def jvp(ctx, ts, xs, r):
+        (tb, tv), (base, value) = ts, xs
+        tb, tv = _zero_or(tb, base), _zero_or(tv, value)
+        return IndexPutAccumulate.apply(tb, tv, index=ctx.index, dtype=tb.data_.dtype)
+
+
+# ************************************************************ logcumsumexp and fmod
+
+
+def _log_add_exp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """PyTorch's _log_add_exp_helper: max + log1p(exp(min - max)), x itself where both
+    are the same infinity."""
+    lo, hi = np.minimum(x, y), np.maximum(x, y)
+    nan = np.isnan(y)
+    lo, hi = np.where(nan, y, lo), np.where(nan, y, hi)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = hi + np.log1p(np.exp(lo - hi))
+    return np.where((lo != hi) | np.isfinite(lo), out, x)
+
+
+class Logcumsumexp(Function):
+    """log(cumsum(exp(a))) along dim, accumulated in double as PyTorch's CPU kernel"""
+
+    contiguous_result = True
+
+    grad_fn_name = "LogcumsumexpBackward0"
+
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        x = _as_1d(a.data_)
+        acc = np.moveaxis(x, dim, 0).astype(np.float64)
+        out = np.empty_like(acc)
+        run = np.full(acc.shape[1:], -np.inf)
+        for k in range(acc.shape[0]):
+            run = _log_add_exp(acc[k], run)
+            out[k] = run
+        ctx.save_output(a)
+        return _c_order(np.moveaxis(out.astype(x.dtype), 0, dim).reshape(a.data_.shape))
+
+    def backward(ctx, g):
+        # PyTorch's logcumsumexp_backward: the positive and negative parts of g as logs,
+        # each through a reversed logcumsumexp (both differentiable)
+        a, r = ctx.saved_tensors
+        if g.data_.size == 0:
+            return (g,)
+        d = ctx.dim
+        if a.data_.ndim == 0:
+            return (g * ops.exp(a - r),)
+
+        def reverse(t: Tensor) -> Tensor:
+            return ops.flip(ops.logcumsumexp(ops.flip(t, (d,)), d), (d,))
+
+        lowest = float(np.finfo(g.data_.dtype).min)
+        log_abs = ops.log(ops.abs(g))
+        pos = ops.where(g > 0, log_abs, lowest)
+        neg = ops.where(g < 0, log_abs, lowest)
+        return (ops.exp(reverse(pos - r) + a) - ops.exp(reverse(neg - r) + a),)
+
+    def jvp(ctx, ts, xs, r):
+        (t,), (a,) = ts, xs
+        d = ctx.dim
+        if a.data_.ndim == 0:
+            return t
+        return _lcse_jvp(t, a, r, d)
+
+
+def _lcse_jvp(t: Tensor, a: Tensor, r: Tensor, d: int) -> Tensor:
+    """sum_{k<=i} t_k exp(a_k - r_i), the tangent of logcumsumexp."""
+    w = ops.exp(ops.unsqueeze(a, d + 1) - ops.unsqueeze(r, d))  # [.., k, i, ..]
+    n = a.data_.shape[d]
+    shape = [1] * (a.data_.ndim + 1)
+    shape[d], shape[d + 1] = n, n
+    lower = Tensor._make(np.tril(np.ones((n, n), bool)).T.reshape(shape))
+    return ops.sum(ops.where(lower, w, 0.0) * ops.unsqueeze(t, d + 1), d)
+
+
+class Fmod(Function):
+    """C's fmod(a, number) (the dividend's sign); d/da = 1"""
+
+    grad_fn_name = "FmodBackward0"
+
+    def forward(ctx, a, other, dtype):
+        return np.fmod(_d(a, dtype), np.asarray(other, dtype))
+
+    def backward(ctx, g):
+        return (g,)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0]
+
+
+class FmodTensor(Function):
+    """fmod(a, b) of two tensors; d/da = 1, d/db = -trunc(a / b)"""
+
+    grad_fn_name = "FmodBackward1"
+
+    def forward(ctx, a, b, dtype):
+        if ctx.needs_input_grad[1]:
+            ctx.save(a, b)
+        return np.fmod(_d(a, dtype), _d(b, dtype))
+
+    def backward(ctx, g):
+        if not ctx.needs_input_grad[1]:
+            return g, None
+        a, b = ctx.saved_tensors
+        return g, -g * ops.div(a, b, rounding_mode="trunc")
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        return _lin(ta, None if tb is None else -tb * ops.div(a, b, rounding_mode="trunc"))
+
+
+class ClampMin(Clamp):
+    """max(a, lo) with a number bound"""
+
+    grad_fn_name = "ClampMinBackward0"
+
+
+class ClampMax(Clamp):
+    """min(a, hi) with a number bound"""
+
+    grad_fn_name = "ClampMaxBackward0"
+
+
+class ClampMinTensor(ClampTensor):
+    """max(a, lo) with a tensor bound (which gets a gradient too)"""
+
+    grad_fn_name = "ClampMinBackward1"
+
+
+class ClampMaxTensor(ClampTensor):
+    """min(a, hi) with a tensor bound (which gets a gradient too)"""
+
+    grad_fn_name = "ClampMaxBackward1"
+
+
 # ************************************************************ neural-network functions
 
 
@@ -3516,6 +3906,137 @@ class MseLossBackward(Function):
             None if tg is None else _loss_scale_t(tg, ctx.shape, red) * (a - t) * 2,
             None if dd is None else _loss_scale_t(g, ctx.shape, red) * dd * 2,
         )
+
+
+class _KinkLoss(Function):
+    """smooth_l1_loss and huber_loss: quadratic within `k` of the target, linear beyond.
+
+    `huber`: 0.5 d² inside, k (|d| - k/2) outside; else (smooth L1) 0.5 d²/k inside,
+    |d| - k/2 outside. Their gradients are one row each (`_KinkLossBackward`)."""
+
+    huber = False
+
+    def forward(ctx, a, t, reduction, k, dtype):
+        ctx.reduction, ctx.k = reduction, k
+        ctx.save(a, t)
+        d = _d(a, dtype) - _d(t, dtype)
+        ctx.shape = d.shape
+        z, kk = np.abs(d), np.asarray(k, d.dtype)
+        half = np.asarray(0.5, d.dtype)
+        if ctx.huber:
+            loss = np.where(z < kk, half * z * z, kk * (z - half * kk))
+        else:
+            loss = np.where(z < kk, half * z * z / kk, z - half * kk)
+        return _reduce_loss(loss.astype(d.dtype, copy=False), reduction)
+
+    def backward(ctx, g):
+        a, t = ctx.saved_tensors
+        if ctx.huber and a.data_.dtype != t.data_.dtype:  # (a target of another dtype)
+            raise RuntimeError(
+                f"Found dtype {t.dtype.legacy[:-6]} but expected {a.dtype.legacy[:-6]}"
+            )
+        row = HuberLossBackward if ctx.huber else SmoothL1LossBackward
+        kw = {"reduction": ctx.reduction, "k": ctx.k}
+        ga = row.apply(g, a, t, **kw) if ctx.needs_input_grad[0] else None
+        gt = row.apply(g, t, a, **kw) if ctx.needs_input_grad[1] else None
+        return ga, gt
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tt), (a, t) = ts, xs
+        dd = _lin(ta, None if tt is None else -tt)
+        return _loss_apply_t(_kink_slope(a - t, ctx.k, ctx.huber) * dd, ctx.reduction)
+
+
+def _kink_slope(d: Tensor, k: float, huber: bool) -> Tensor:
+    """The loss's derivative in d: d (or d/k) clamped at ±k (±1)."""
+    return ops.clamp(d, -k, k) if huber else ops.clamp(d / k, -1.0, 1.0)
+
+
+class SmoothL1Loss(_KinkLoss):
+    """0.5 d²/beta where |d| < beta, |d| - beta/2 elsewhere (d = input - target)"""
+
+    grad_fn_name = "SmoothL1LossBackward0"
+
+
+class HuberLoss(_KinkLoss):
+    """0.5 d² where |d| < delta, delta (|d| - delta/2) elsewhere (d = input - target)"""
+
+    grad_fn_name = "HuberLossBackward0"
+    huber = True
+
+
+class _KinkLossBackward(Function):
+    """the kink losses' gradient, as PyTorch's kernels compute it, for a - t"""
+
+    huber = False
+
+    def forward(ctx, g, a, t, reduction, k):
+        ctx.reduction, ctx.k = reduction, k
+        ctx.save(g, a, t)
+        x = a.data_ - t.data_
+        ctx.shape = x.shape
+        dt = x.dtype
+        n = max(1, int(np.prod(x.shape))) if reduction == "mean" else 1
+        norm = np.asarray(1.0 / n, dt)
+        go = np.broadcast_to(g.data_, x.shape)
+        with np.errstate(all="ignore"):
+            # PyTorch's scalar loop: k a double (compared and multiplied as one)
+            if ctx.huber:
+                edge = ((norm * go).astype(np.float64) * k).astype(dt)
+                inside = norm * x * go
+            else:
+                edge = norm * go
+                inside = ((norm * x * go).astype(np.float64) / k).astype(dt)
+            wide = x.astype(np.float64)
+            out = np.where(wide <= -k, -edge, np.where(wide >= k, edge, inside))
+            simd = _simd_positions(x.shape, (a.data_, t.data_, go), dt)
+            if simd is not False and np.any(simd):
+                # its SIMD blocks: k rounded to the dtype, norm * (clamped slope) * g
+                kk = np.asarray(k, dt)
+                one = np.where(x > 0, dt.type(1), dt.type(-1))
+                big = np.abs(x) >= kk
+                slope = np.where(big, one * kk, x) if ctx.huber else np.where(big, one, x / kk)
+                out = np.where(simd, norm * slope * go, out)
+        return out.astype(dt, copy=False)
+
+    def backward(ctx, gg):
+        g, a, t = ctx.saved_tensors
+        r, k = ctx.reduction, ctx.k
+        d = a - t
+        gg_g = None
+        if ctx.needs_input_grad[0]:
+            gg_g = _kink_slope(d, k, ctx.huber) * gg
+            if r == "mean":
+                gg_g = gg_g / max(1, int(np.prod(ctx.shape)))
+            gg_g = _loss_reduce_t(gg_g, r)
+        scaled = _loss_scale_t(g, ctx.shape, r) * gg
+        scaled = ops.where(ops.abs(d) < k, scaled if ctx.huber else scaled / k, 0.0)
+        return gg_g, scaled, -scaled
+
+    def jvp(ctx, ts, xs, r):
+        (tg, ta, tt), (g, a, t) = ts, xs
+        red, k = ctx.reduction, ctx.k
+        d = a - t
+        dd = _lin(ta, None if tt is None else -tt)
+        slope = _kink_slope(d, k, ctx.huber)
+        curved = None
+        if dd is not None:
+            curved = _loss_scale_t(g, ctx.shape, red) * dd
+            curved = ops.where(ops.abs(d) < k, curved if ctx.huber else curved / k, 0.0)
+        return _lin(None if tg is None else _loss_scale_t(tg, ctx.shape, red) * slope, curved)
+
+
+class SmoothL1LossBackward(_KinkLossBackward):
+    """smooth_l1_loss's gradient: clamp(d / beta, -1, 1) g (divided by n for mean)"""
+
+    grad_fn_name = "SmoothL1LossBackwardBackward0"
+
+
+class HuberLossBackward(_KinkLossBackward):
+    """huber_loss's gradient: clamp(d, -delta, delta) g (divided by n for mean)"""
+
+    grad_fn_name = "HuberLossBackwardBackward0"
+    huber = True
 
 
 class BinaryCrossEntropy(Function):

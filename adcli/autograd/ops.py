@@ -8,6 +8,7 @@ operation methods onto Tensor) and below functions.py, which fills the `F` slot 
 from __future__ import annotations
 
 import builtins as _py
+import inspect
 import math
 import operator
 import sys
@@ -680,6 +681,98 @@ def check_clamp_inplace(a: Tensor, lo: Any, hi: Any) -> None:
         src, dst = dt.legacy.removesuffix("Tensor"), dtypes.CPP_TYPE_NAMES[a.dtype.name]
         raise RuntimeError(f"result type {src} can't be cast to the desired output type {dst}")
     _clamp_scalar_dtype(a, lo, hi)
+
+
+def logcumsumexp(input: Tensor, dim: Any) -> Tensor:
+    """log(cumsum(exp(input))) along dim, without overflow (floating dtypes only)."""
+    d = _norm_dim(_int_arg("logcumsumexp", "dim", 2, dim), input.data_.ndim)
+    if input.data_.dtype.kind not in "fc":
+        raise NotImplementedError(
+            f"\"logcumsumexp_out_cpu\" not implemented for '{_legacy_name(input)}'"
+        )
+    return F.Logcumsumexp.apply(input, dim=d)
+
+
+def fmod(input: Tensor, other: Any) -> Tensor:
+    """C's fmod: the remainder of a truncated division (the dividend's sign)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            f"fmod(): argument 'input' (position 1) must be Tensor, not {_type_name(input)}"
+        )
+    ta, tb, dt = _binary(input, other)
+    if dt.kind in _INT_KINDS:
+        _check_int_divisor(tb, dt)
+        value = np.fmod(ta.data_.astype(dt), tb.data_.astype(dt))
+        return not_implemented("aten::fmod", value, ta, tb)
+    if isinstance(other, Tensor):
+        return F.FmodTensor.apply(ta, tb, dtype=dt)
+    return F.Fmod.apply(ta, other=other, dtype=dt)
+
+
+def _check_inplace_result(self: Tensor, other: Any) -> None:
+    """An in-place binary op refuses a result dtype self cannot hold, and a shape that
+    is not self's, in PyTorch's words."""
+    dt = dtypes.result_type(self, other)
+    if dt != self.dtype and not np.can_cast(dt.np, self.data_.dtype, "same_kind"):
+        raise RuntimeError(
+            f"result type {_legacy_name_of(dt)} can't be cast to the desired output type "
+            f"{_legacy_name(self)}"
+        )
+    if isinstance(other, Tensor):
+        _broadcast_check(self.data_, other.data_)
+        check_output_shape(self.data_.shape, other.data_.shape)
+
+
+def _legacy_name_of(dt: DType) -> str:
+    return dt.legacy.replace("Tensor", "")
+
+
+def _fmod_(self: Tensor, other: Any) -> Tensor:
+    _check_inplace_result(self, other)
+    return self._inplace(fmod, other)
+
+
+def _remainder_(self: Tensor, other: Any) -> Tensor:
+    _check_inplace_result(self, other)
+    return self._inplace(remainder, other)
+
+
+def _clamp_one(input: Tensor, bound: Any, low: bool) -> Tensor:
+    """clamp_min / clamp_max: clamp with one bound, under their own grad_fn names."""
+    if bound is None:
+        which = "clamp_min" if low else "clamp_max"
+        raise TypeError(f'{which}() missing 1 required positional argument: "{which[6:]}"')
+    lo, hi = (bound, None) if low else (None, bound)
+    if isinstance(bound, Tensor):
+        row = F.ClampMinTensor if low else F.ClampMaxTensor
+        check_broadcast(input.data_.shape, bound.data_.shape)
+        _broadcast_check(input.data_, bound.data_)
+        dt = dtypes.result_type(input, bound).np
+        return row.apply(input, lo, hi, dtype=dt)
+    dt = _clamp_scalar_dtype(input, lo, hi)
+    if dt != input.dtype:  # an int or bool tensor (no graph) with a wider bound
+        input = Tensor._make(input.data_.astype(dt.np))
+    return (F.ClampMin if low else F.ClampMax).apply(input, lo=lo, hi=hi)
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    """max(input, min), elementwise (min a number or a tensor)."""
+    return _clamp_one(input, min, True)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    """min(input, max), elementwise (max a number or a tensor)."""
+    return _clamp_one(input, max, False)
+
+
+def _clamp_min_(self: Tensor, min: Any) -> Tensor:
+    check_clamp_inplace(self, min, None)
+    return self._inplace(clamp_min, min)
+
+
+def _clamp_max_(self: Tensor, max: Any) -> Tensor:
+    check_clamp_inplace(self, None, max)
+    return self._inplace(clamp_max, max)
 
 
 clip = clamp
@@ -2093,6 +2186,312 @@ def _masked_fill(a: Tensor, mask: Tensor, value: Any) -> Tensor:
     return F.MaskedFill.apply(a, mask=m, value=value, kept=_kept(mask))
 
 
+# ************************************************************ scatter and index_* writes
+
+_SCATTER_OVERLOADS = (
+    " * (int dim, Tensor index, Tensor src)\n"
+    " * (int dim, Tensor index, Tensor src, *, str reduce)\n"
+    " * (int dim, Tensor index, Number value)\n"
+    " * (int dim, Tensor index, Number value, *, str reduce)\n"
+)
+
+
+def _check_scatter_index(
+    name: str, shape: tuple[int, ...], dim: int, index: Tensor, src: Tensor | None
+) -> np.ndarray:
+    """PyTorch's scatter checks, in its order: the index dtype, the src dtype, as many
+    dims (0-d counting as 1-d), sizes no larger than self's (apart from dim) and src's,
+    every value within dim's size."""
+    i = index.data_
+    if i.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if _py.max(len(shape), 1) != _py.max(i.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    big = _py.any(d != dim and i.shape[d] > shape[d] for d in range(i.ndim) if d < len(shape))
+    tail = ""
+    if src is not None:
+        s = src.data_.shape
+        tail = f" and to be no larger size than src {list(s)}"
+        big = big or _py.any(i.shape[d] > s[d] for d in range(_py.min(i.ndim, len(s))))
+    if big:
+        raise RuntimeError(
+            f"Expected index {list(i.shape)} to be no larger than self {list(shape)} apart "
+            f"from dimension {dim}{tail}"
+        )
+    size = shape[dim] if shape else 1
+    bad = (i < 0) | (i >= size)
+    if bad.any():
+        raise RuntimeError(
+            f"index {int(i[bad].flat[0])} is out of bounds for dimension {dim} with size {size}"
+        )
+    return i
+
+
+def scatter(
+    input: Tensor,
+    dim: Any,
+    index: Tensor,
+    src: Any = None,
+    value: Any = None,
+    *,
+    reduce: str | None = None,
+) -> Tensor:
+    """input with src's values (or one number, `value`) written at index along dim;
+    `reduce='add'/'multiply'` combines them instead (no derivative, as in PyTorch)."""
+    if (src is None) == (value is None) or not isinstance(index, Tensor):
+        got = ", ".join(
+            _type_name(v) if not isinstance(v, Tensor) else "Tensor"
+            for v in (dim, index, *(v for v in (src, value) if v is not None))
+        )
+        raise TypeError(
+            f"scatter() received an invalid combination of arguments - got ({got}), but "
+            "expected one of:\n" + _SCATTER_OVERLOADS
+        )
+    number = src if not isinstance(src, Tensor) and src is not None else value
+    d = _norm_dim(dim, input.data_.ndim)
+    if isinstance(src, Tensor):
+        if index.data_.dtype in (np.int64, np.int32) and src.data_.dtype != input.data_.dtype:
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+        _norm_dim(dim, src.data_.ndim)
+        i = _check_scatter_index("scatter", input.data_.shape, d, index, src)
+    else:
+        _check_number(number, "value")
+        i = _check_scatter_index("scatter", input.data_.shape, d, index, None)
+    if reduce is not None:
+        return _scatter_reduce(input, d, i, src if isinstance(src, Tensor) else number, reduce)
+    if isinstance(src, Tensor):
+        return F.ScatterSrc.apply(input, src, dim=d, index=i, kept=_kept(index))
+    return F.ScatterValue.apply(input, dim=d, index=i, value=number, kept=_kept(index))
+
+
+def _scatter_reduce(input: Tensor, dim: int, index: np.ndarray, src: Any, reduce: str) -> Tensor:
+    """scatter's deprecated `reduce=`: no derivative (PyTorch's NotImplemented node)."""
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if isinstance(src, Tensor):
+        _config.warn(
+            "The reduce argument of torch.scatter with Tensor src is deprecated and will be "
+            "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
+            "reduction options. (Triggered internally at "
+            "/__w/pytorch/pytorch/aten/src/ATen/native/TensorAdvancedIndexing.cpp:225.)"
+        )
+        values: Any = F._head(src.data_, F._as_1d(index).shape)
+    else:
+        values = F._scalar_of(src, input.data_.dtype)
+    out = np.array(input.data_, order="C")
+    where = F._along(F._as_1d(index), dim)
+    ufunc = np.add if reduce == "add" else np.multiply
+    ufunc.at(F._as_1d(out), where, values)
+    operands = [input] + ([src] if isinstance(src, Tensor) else [])
+    return not_implemented("aten::scatter", out, *operands)
+
+
+def scatter_add(input: Tensor, dim: Any, index: Tensor, src: Tensor) -> Tensor:
+    """input with src's values added at index along dim (in index order)."""
+    if not isinstance(src, Tensor):
+        raise TypeError(
+            f"scatter_add(): argument 'src' (position 3) must be Tensor, not {_type_name(src)}"
+        )
+    d = _norm_dim(dim, input.data_.ndim)
+    if index.data_.dtype in (np.int64, np.int32) and src.data_.dtype != input.data_.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _norm_dim(dim, src.data_.ndim)
+    i = _check_scatter_index("scatter", input.data_.shape, d, index, src)
+    return F.ScatterAddSrc.apply(input, src, dim=d, index=i, kept=_kept(index))
+
+
+def _check_vector_index(
+    name: str, index: Tensor, shape: tuple[int, ...], dim: int, error: type = IndexError
+) -> np.ndarray:
+    """index_*'s index: a vector (or 0-d) of values within dim's size."""
+    i = index.data_
+    size = shape[dim] if shape else 1
+    bad = (i < -size) | (i >= size)
+    if bad.any():
+        raise error(
+            f"{name}index {int(i[bad].flat[0])} is out of bounds for dimension {dim} "
+            f"with size {size}"
+        )
+    return np.where(i < 0, i + size, i)
+
+
+def index_fill(input: Tensor, dim: Any, index: Tensor, value: Any) -> Tensor:
+    """input with `value` (a number or a 0-d tensor) over the slices at index along dim."""
+    d = _norm_dim(dim, input.data_.ndim)
+    if index.data_.dtype != np.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.data_.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    if isinstance(value, Tensor) and value.data_.ndim:
+        raise RuntimeError(
+            "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+            f"{value.data_.ndim} dimension(s)."
+        )
+    i = _check_vector_index("", index, input.data_.shape, d)
+    if isinstance(value, Tensor):
+        return F.IndexFillTensor.apply(input, value, dim=d, index=i, kept=_kept(index))
+    _check_number(value, "value")
+    return F.IndexFill.apply(input, dim=d, index=i, value=value, kept=_kept(index))
+
+
+def index_add(input: Tensor, dim: Any, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """input with alpha * source's slices added to the slices at index along dim."""
+    d = _norm_dim(dim, input.data_.ndim)
+    i, s = index.data_, source.data_
+    if i.ndim > 1:
+        raise IndexError(
+            "index_add_(): Index is supposed to be a vector, but got dim: "
+            f"{i.ndim} with type: {_legacy_name(index)} and size: {list(i.shape)}"
+        )
+    if i.dtype not in (np.int64, np.int32):
+        raise RuntimeError(
+            "index_add_(): Expected dtype int32/int64 for index but got: " + _legacy_name(index)
+        )
+    if s.dtype != input.data_.dtype:
+        raise RuntimeError(
+            f"index_add_(): self ({_legacy_name(input)}) and source ({_legacy_name(source)}) "
+            "must have the same scalar type"
+        )
+    if s.ndim and d >= s.ndim or not s.ndim and d > 0:
+        raise RuntimeError(
+            f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim "
+            f"{s.ndim}"
+        )
+    n = s.shape[d] if s.ndim else 1
+    if i.size != n:
+        raise RuntimeError(
+            f"index_add_(): Number of indices ({i.size}) should be equal to source.size(dim): "
+            f"({n}), for dim: {d}"
+        )
+    shape = input.data_.shape
+    if s.ndim and (
+        s.ndim != len(shape)
+        or _py.any(a != b for k, (a, b) in enumerate(zip(shape, s.shape, strict=True)) if k != d)
+    ):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(shape)} source.shape = {list(s.shape)}"
+        )
+    i = _check_vector_index("", index, shape, d, RuntimeError)
+    return F.IndexAdd.apply(input, source, dim=d, index=i, alpha=alpha, kept=_kept(index))
+
+
+def index_copy(input: Tensor, dim: Any, index: Tensor, source: Tensor) -> Tensor:
+    """input with source's slices copied over the slices at index along dim."""
+    d = _norm_dim(dim, input.data_.ndim)
+    i, s, shape = index.data_, source.data_, input.data_.shape
+    if i.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {i.ndim})")
+    n = s.shape[d] if s.ndim else 1
+    if i.size != n:
+        raise IndexError(
+            f"index_copy_(): Number of indices ({i.size}) should be equal to source.size(dim) ({n})"
+        )
+    if i.dtype != np.int64:
+        raise RuntimeError(
+            "index_copy_(): Expected a long tensor for index, but got " + _legacy_name(index)
+        )
+    if s.dtype != input.data_.dtype:
+        raise RuntimeError(
+            "index_copy_(): self and source expected to have the same dtype, but got (self) "
+            f"{_legacy_name(input)} and (source) {_legacy_name(source)}"
+        )
+    if s.ndim and len(shape) and s.ndim != len(shape):
+        raise IndexError(
+            "index_copy_(): When source and destination are not scalars, their "
+            f"dimensionality must match. Source dimensionality ({s.ndim}), destination "
+            f"dimensionality ({len(shape)})"
+        )
+    dest = [n for k, n in enumerate(shape) if k != d]
+    part = [n for k, n in enumerate(s.shape) if k != d]
+    if s.ndim and dest != part:
+        raise RuntimeError(
+            "index_copy_(): Source/destination tensor must have same slice shapes. "
+            f"Destination slice shape: {' '.join(map(str, dest))} at dimension {d} and source "
+            f"slice shape: {' '.join(map(str, part))} at dimension 0."
+        )
+    i = _check_vector_index("index_copy_(): ", index, shape, d)
+    return F.IndexCopy.apply(input, source, dim=d, index=i, kept=_kept(index))
+
+
+def _put_parts(name: str, input: Tensor, indices: Any, values: Any) -> Any:
+    """index_put's arguments checked as PyTorch's parser and kernel check them; the
+    NumPy index."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(
+            f"{name}(): argument 'indices' (position 1) must be tuple of Tensors, not "
+            f"{_type_name(indices) if not isinstance(indices, Tensor) else 'Tensor'}"
+        )
+    for k, t in enumerate(indices):
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"expected Tensor as element {k} in argument 0, but got {_type_name(t)}"
+            )
+    if not isinstance(values, Tensor):
+        raise TypeError(
+            f"{name}(): argument 'values' (position 2) must be Tensor, not {_type_name(values)}"
+        )
+    parts = _convert_index(tuple(t.data_ for t in indices))
+    _fancy_index(input, parts)
+    if values.data_.dtype != input.data_.dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{_legacy_name(input)} for the destination and {_legacy_name(values)} for the "
+            "source."
+        )
+    idx = parts if len(parts) != 1 else parts[0]
+    target = input.data_[idx].shape
+    try:
+        np.broadcast_shapes(values.data_.shape, target)
+        fits = np.broadcast_shapes(values.data_.shape, target) == target
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(values.data_.shape)} cannot be "
+            f"broadcast to indexing result of shape {list(target)}"
+        )
+    return idx
+
+
+def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """input with values written (or, with `accumulate`, added) at array indices."""
+    idx = _put_parts("index_put", input, indices, values)
+    dt = input.data_.dtype
+    if accumulate:
+        return F.IndexPutAccumulate.apply(input, values, index=idx, dtype=dt)
+    return F.IndexPut.apply(input, values, index=idx, dtype=dt)
+
+
+def _inplace_of(op: Any, name: str, src: str | None) -> Any:
+    """The in-place method of a scatter/index op (`x.scatter_(1, i, 1.0)`): the op on
+    self's value written back, the source tensor (parameter `src`) among the operands
+    whose requires_grad makes it record."""
+    sig = inspect.signature(op)
+    first = next(iter(sig.parameters))
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{name}(): {e}") from None
+        given = dict(bound.arguments)
+        source = given.get(src) if src else None
+
+        def run(t: Tensor, *s: Tensor) -> Tensor:
+            call = dict(given, **{first: t})
+            if s:
+                call[src] = s[0]  # type: ignore[index]
+            return op(**call)
+
+        if isinstance(source, Tensor):
+            return self._inplace(run, source)
+        return self._inplace(run)
+
+    method.__name__ = name
+    return method
+
+
 # ************************************************************ indexing
 
 
@@ -2788,6 +3187,45 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     if r == "sum":
         return sum(d)
     return d
+
+
+def smooth_l1_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0
+) -> Tensor:
+    """0.5 d²/beta where |d| < beta, |d| - beta/2 elsewhere (d = input - target)."""
+    _warn_target_size(input, target)
+    ta, tb, dt = _binary(input, target)
+    r = _reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:  # PyTorch's l1_loss then
+        return l1_loss(input, target, r)
+    if np.dtype(dt).kind not in "fc":
+        raise NotImplementedError(f"\"smooth_l1_cpu\" not implemented for '{_legacy_name(ta)}'")
+    return F.SmoothL1Loss.apply(ta, tb, reduction=r, k=float(beta), dtype=dt)
+
+
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0
+) -> Tensor:
+    """0.5 d² where |d| < delta, delta (|d| - delta/2) elsewhere (d = input - target);
+    the result has the input's dtype, as PyTorch's kernel writes it."""
+    _warn_target_size(input, target)
+    ta, tb, dt = _binary(input, target)
+    r = _reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    own = input.data_.dtype
+    if dt != own:
+        if not np.can_cast(dt, own, "same_kind"):
+            raise RuntimeError(
+                f"result type {_legacy_name_of(dtypes.of_array(np.empty(0, dt)))} can't be "
+                f"cast to the desired output type {_legacy_name(input)}"
+            )
+        dt = own  # computed in the input's dtype (the backward then refuses the target)
+    if np.dtype(dt).kind not in "fc":
+        raise NotImplementedError(f"\"huber_cpu\" not implemented for '{_legacy_name(ta)}'")
+    return F.HuberLoss.apply(ta, tb, reduction=r, k=float(delta), dtype=dt)
 
 
 def binary_cross_entropy(
@@ -3651,7 +4089,9 @@ TENSOR_METHODS = (
     "expand expand_as repeat flip split chunk unbind narrow select diagonal as_strided gather "
     "masked_fill softmax log_softmax "
     "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
-    "logical_not bmm addmm floor_divide remainder"
+    "logical_not bmm addmm floor_divide remainder "
+    "scatter scatter_add index_fill index_add index_copy index_put logcumsumexp fmod "
+    "clamp_min clamp_max"
 ).split()
 
 
@@ -3807,6 +4247,20 @@ EXTRA_METHODS: dict[str, Any] = {
     "is_floating_point": lambda a: a.data_.dtype.kind == "f",
 }
 EXTRA_METHODS.update(TUTORIAL_METHODS)
+EXTRA_METHODS.update(
+    {
+        "scatter_": _inplace_of(scatter, "scatter_", "src"),
+        "scatter_add_": _inplace_of(scatter_add, "scatter_add_", "src"),
+        "index_fill_": _inplace_of(index_fill, "index_fill_", "value"),
+        "index_add_": _inplace_of(index_add, "index_add_", "source"),
+        "index_copy_": _inplace_of(index_copy, "index_copy_", "source"),
+        "index_put_": _inplace_of(index_put, "index_put_", "values"),
+        "fmod_": _fmod_,
+        "remainder_": _remainder_,
+        "clamp_min_": _clamp_min_,
+        "clamp_max_": _clamp_max_,
+    }
+)
 
 
 # In-place unary methods (`x.sin_()`) not written out in tensor.py or above, and the
@@ -3832,7 +4286,7 @@ def _torch_inplace(name: str) -> Any:
 def inplace_functions() -> dict[str, Any]:
     """`torch.exp_` and friends, by name."""
     names = [n + "_" for n in INPLACE_UNARY if n not in ("sign", "sgn")]
-    names += ["round_", "clamp_", "clip_"]
+    names += ["round_", "clamp_", "clip_", "clamp_min_", "clamp_max_", "index_put_"]
     return {n: _torch_inplace(n) for n in names}
 
 

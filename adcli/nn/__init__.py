@@ -44,6 +44,8 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
     activation.SiLU,
     loss.MSELoss,
     loss.L1Loss,
+    loss.SmoothL1Loss,
+    loss.HuberLoss,
     loss.BCELoss,
     loss.BCEWithLogitsLoss,
     loss.NLLLoss,

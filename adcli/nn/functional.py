@@ -77,6 +77,32 @@ def l1_loss(
     return ops.l1_loss(input, target, legacy_reduction(size_average, reduce, reduction))
 
 
+def smooth_l1_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    """Squared error within beta of the target (over beta), absolute error beyond."""
+    return ops.smooth_l1_loss(
+        input, target, legacy_reduction(size_average, reduce, reduction), beta
+    )
+
+
+def huber_loss(
+    input: Tensor,
+    target: Tensor,
+    reduction: str = "mean",
+    delta: float = 1.0,
+    weight: Tensor | None = None,
+) -> Tensor:
+    """Squared error within delta of the target, delta times the absolute error beyond."""
+    _no_weight("huber_loss", weight)
+    return ops.huber_loss(input, target, reduction, delta)
+
+
 def binary_cross_entropy(
     input: Tensor,
     target: Tensor,
@@ -158,6 +184,8 @@ _OWN = (
     log_softmax,
     mse_loss,
     l1_loss,
+    smooth_l1_loss,
+    huber_loss,
     binary_cross_entropy,
     nll_loss,
     cross_entropy,

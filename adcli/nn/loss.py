@@ -71,6 +71,38 @@ class L1Loss(_Loss):
         return ops.l1_loss(input, target, reduction=self.reduction)
 
 
+class SmoothL1Loss(_Loss):
+    """Squared error within beta of the target, absolute error beyond (divided by beta)."""
+
+    __ad_attrs__ = attrs("reduction", "beta")
+
+    def __init__(
+        self,
+        size_average: Any = None,
+        reduce: Any = None,
+        reduction: str = "mean",
+        beta: float = 1.0,
+    ) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return ops.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared error within delta of the target, delta times the absolute error beyond."""
+
+    __ad_attrs__ = attrs("reduction", "delta")
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return ops.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
 class BCELoss(_WeightedLoss):
     """Binary cross-entropy of probabilities."""
 

@@ -52,7 +52,9 @@ TORCH_OPS = (
     "masked_fill softmax "
     "log_softmax logsumexp var std cumsum flip eq ne gt ge lt le "
     "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not "
-    "bmm addmm dropout bilinear prelu"
+    "bmm addmm dropout bilinear prelu "
+    "scatter scatter_add index_fill index_add index_copy index_put logcumsumexp fmod "
+    "clamp_min clamp_max"
 ).split()
 
 FUNCTIONAL_OPS = (
