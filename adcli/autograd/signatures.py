@@ -45,7 +45,7 @@ FUNCTIONS: dict[str, str] = {
         "gather masked_fill chunk unbind flip round clamp clip permute movedim moveaxis "
         "reshape zeros_like ones_like full_like randn_like rand_like "
         "abs_ exp_ log_ log1p_ sqrt_ sin_ cos_ tan_ tanh_ sigmoid_ relu_ floor_ ceil_ "
-        "square_ reciprocal_ neg_ negative_ round_ clamp_ clip_",
+        "square_ reciprocal_ neg_ negative_ round_ clamp_ clip_ clamp_min_ clamp_max_ index_put_",
         "input",
     ),
     **_names(
