@@ -968,6 +968,84 @@ CASES += [
     ),
 ]
 
+# scatter and index_* writes, kink losses, logcumsumexp, fmod, clamp_min/clamp_max
+_LOSS_X = V([[0.3, -1.7, 2.2], [0.05, 1.2, -0.6]])
+_LOSS_T = V([[-0.1, 0.4, 0.5], [1.5, 0.9, -2.5]])
+CASES += [
+    Case(
+        "scatter_src",
+        lambda m, x, s: x.scatter(1, m.tensor([[2, 0], [1, 2]]), s),
+        (S(2, 3), S(2, 2)),
+        ("ScatterSrc", "ScatterValue", "Gather"),
+    ),
+    Case(
+        "scatter_value_inplace",
+        lambda m, x: (x * 1).scatter_(0, m.tensor([[1, 0, 1]]), 2.5),
+        (S(2, 3),),
+        ("ScatterValue",),
+    ),
+    Case(
+        "scatter_add",
+        lambda m, x, s: m.scatter_add(x, 1, m.tensor([[0, 0, 1]]), s),
+        (S(2, 3), S(1, 3)),
+        ("ScatterAddSrc", "Gather"),
+    ),
+    Case(
+        "index_fill",
+        lambda m, x: x.index_fill(1, m.tensor([0, 2]), -1.0),
+        (S(2, 3),),
+        ("IndexFill",),
+    ),
+    Case(
+        "index_fill_tensor",
+        lambda m, x, v: (x * 1).index_fill_(0, m.tensor([1]), v * 2),
+        (S(2, 3), S()),
+        ("IndexFillTensor", "IndexFill"),
+    ),
+    Case(
+        "index_add",
+        lambda m, x, s: m.index_add(x, 1, m.tensor([2, 2]), s, alpha=1.5),
+        (S(2, 3), S(2, 2)),
+        ("IndexAdd",),
+    ),
+    Case(
+        "index_copy",
+        lambda m, x, s: x.index_copy(0, m.tensor([1]), s * s),
+        (S(2, 3), S(1, 3)),
+        ("IndexCopy", "IndexFill"),
+    ),
+    Case(
+        "index_put_accumulate",
+        lambda m, x, v: x.index_put((m.tensor([0, 0]),), v * v, accumulate=True),
+        (S(2, 3), S(3)),
+        ("IndexPutAccumulate",),
+    ),
+    Case(
+        "smooth_l1_loss",
+        lambda m, x, t: m.F.smooth_l1_loss(x, t, reduction="sum", beta=0.8),
+        (_LOSS_X, _LOSS_T),
+        ("SmoothL1Loss", "SmoothL1LossBackward"),
+    ),
+    Case(
+        "huber_loss",
+        lambda m, x, t: m.F.huber_loss(x * x, t, delta=0.7),
+        (_LOSS_X, _LOSS_T),
+        ("HuberLoss", "HuberLossBackward"),
+    ),
+    Case("logcumsumexp", lambda m, x: m.logcumsumexp(x, 1), (S(2, 4),), ("Logcumsumexp",)),
+    Case("fmod", lambda m, x: m.fmod(x, 0.7), (S(3),), ("Fmod",)),
+    Case(
+        "fmod_tensor",
+        lambda m, x, w: (x * 3).fmod_(w),
+        (S(3), S(3, domain="nonzero")),
+        ("FmodTensor",),
+    ),
+    Case("clamp_min_method", lambda m, x: x.clamp_min(0.1), (S(4),), ("ClampMin",)),
+    Case("clamp_max_inplace", lambda m, x: (x * 1).clamp_max_(-0.1), (S(4),), ("ClampMax",)),
+    Case("clamp_min_tensor", lambda m, x, w: m.clamp_min(x, w), (S(4), S(4)), ("ClampMinTensor",)),
+    Case("clamp_max_tensor", lambda m, x, w: x.clamp_max(w), (S(2, 4), S(4)), ("ClampMaxTensor",)),
+]
+
 CASE_IDS = [c.id for c in CASES]
 assert len(set(CASE_IDS)) == len(CASE_IDS), "duplicate case ids"
 

@@ -3656,12 +3656,31 @@ class ClampMinTensor(ClampTensor):
     """max(a, lo) with a tensor bound (which gets a gradient too)"""
 
     grad_fn_name = "ClampMinBackward1"
+    low = True
+
+    def forward(ctx, a, bound, dtype):
+        lo, hi = (bound, None) if ctx.low else (None, bound)
+        return ClampTensor.forward(ctx, a, lo, hi, dtype)
+
+    def backward(ctx, g):
+        a, lo, hi = ctx.saved_tensors
+        b, need = (lo if ctx.low else hi), ctx.needs_input_grad
+        ga = ops.where(a >= b if ctx.low else a <= b, g, 0.0) if need[0] else None
+        gb = ops.where(a < b if ctx.low else a > b, g, 0.0) if need[1] else None
+        return ga, gb
+
+    def jvp(ctx, ts, xs, r):
+        (ta, tb), (a, b) = ts, xs
+        if ctx.low:
+            return ClampTensor.jvp(ctx, (ta, tb, None), (a, b, None), r)
+        return ClampTensor.jvp(ctx, (ta, None, tb), (a, None, b), r)
 
 
-class ClampMaxTensor(ClampTensor):
+class ClampMaxTensor(ClampMinTensor):
     """min(a, hi) with a tensor bound (which gets a gradient too)"""
 
     grad_fn_name = "ClampMaxBackward1"
+    low = False
 
 
 # ************************************************************ neural-network functions

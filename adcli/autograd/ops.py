@@ -742,13 +742,13 @@ def _clamp_one(input: Tensor, bound: Any, low: bool) -> Tensor:
     if bound is None:
         which = "clamp_min" if low else "clamp_max"
         raise TypeError(f'{which}() missing 1 required positional argument: "{which[6:]}"')
-    lo, hi = (bound, None) if low else (None, bound)
     if isinstance(bound, Tensor):
         row = F.ClampMinTensor if low else F.ClampMaxTensor
         check_broadcast(input.data_.shape, bound.data_.shape)
         _broadcast_check(input.data_, bound.data_)
         dt = dtypes.result_type(input, bound).np
-        return row.apply(input, lo, hi, dtype=dt)
+        return row.apply(input, bound, dtype=dt)
+    lo, hi = (bound, None) if low else (None, bound)
     dt = _clamp_scalar_dtype(input, lo, hi)
     if dt != input.dtype:  # an int or bool tensor (no graph) with a wider bound
         input = Tensor._make(input.data_.astype(dt.np))
