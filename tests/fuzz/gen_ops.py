@@ -234,6 +234,15 @@ UNARY: list[tuple[str, str, str, list[tuple[Any, ...]], str]] = [
     ("clamp", "{x}.clamp(max={hi})", IEEE, [("at", "x", "hi")], "fi"),
     ("clamp", "torch.clip({x}, {lo}, {hi})", IEEE, [("at", "x", "lo"), ("at", "x", "hi")], "f"),
     ("clamp", "{x}.clip(min={lo})", IEEE, [("at", "x", "lo")], "f"),
+    ("clamp_min", "{x}.clamp_min({lo})", IEEE, [("at", "x", "lo")], "fi"),
+    ("clamp_min", "torch.clamp_min({x}, min={lo})", IEEE, [("at", "x", "lo")], "f"),
+    ("clamp_min", "({x} * 1).clamp_min_({lo})", IEEE, [("at", "x", "lo")], "f"),
+    ("clamp_max", "torch.clamp_max({x}, {hi})", IEEE, [("at", "x", "hi")], "fi"),
+    ("clamp_max", "{x}.clamp_max(max={hi})", IEEE, [("at", "x", "hi")], "f"),
+    ("clamp_max", "torch.clamp_max_({x} * 1, {hi})", IEEE, [("at", "x", "hi")], "f"),
+    ("logcumsumexp", "torch.logcumsumexp({x}, 0)", TRANSC, [], "f"),
+    ("logcumsumexp", "{x}.logcumsumexp(-1)", TRANSC, [], "f"),
+    ("logcumsumexp", "{x}.logcumsumexp(dim=0)", TRANSC, [], "fi"),
     ("logical_not", "torch.logical_not({x})", DISCRETE, [("zero", "x")], "fib"),
     ("invert", "~{x}", DISCRETE, [], "b"),
     ("isnan", "torch.isnan({x})", DISCRETE, [], "fi"),
@@ -334,6 +343,13 @@ BINARY: list[tuple[str, str, str, list[tuple[Any, ...]], str]] = [
     ("floor_divide", "torch.floor_divide({a}, {b})", DISCRETE, [("ratio", "a", "b")], "f"),
     ("floor_divide", "{a}.floor_divide({b})", DISCRETE, [("ratio", "a", "b")], "fi"),
     ("remainder", "{a}.remainder({b})", TRANSC, [("ratio", "a", "b")], "f"),
+    ("remainder", "({a} * 1).remainder_({b})", TRANSC, [("ratio", "a", "b")], "fi"),
+    ("fmod", "torch.fmod({a}, {b})", TRANSC, [("ratio", "a", "b")], "fi"),
+    ("fmod", "{a}.fmod({b})", TRANSC, [("ratio", "a", "b")], "f"),
+    ("fmod", "({a} * 1).fmod_({b})", TRANSC, [("ratio", "a", "b")], "fi"),
+    ("clamp_tensor", "torch.clamp_min({a}, {b})", IEEE, [("pair", "a", "b")], "f"),
+    ("clamp_tensor", "{a}.clamp_max({b})", IEEE, [("pair", "a", "b")], "f"),
+    ("clamp_tensor", "({a} * 1).clamp_min_(min={b})", IEEE, [("pair", "a", "b")], "f"),
     ("compare", "{a} == {b}", DISCRETE, [("pair", "a", "b")], "fib"),
     ("compare", "{a} != {b}", DISCRETE, [("pair", "a", "b")], "fi"),
     ("compare", "{a} < {b}", DISCRETE, [("pair", "a", "b")], "fi"),
@@ -884,6 +900,107 @@ def gather(g: Gen) -> Plan | None:
     return Plan(expr, [x], MOVE, [], "gather")
 
 
+def _index_literal(g: Gen, shape: list[int], size: int, unique: bool = False) -> str:
+    """A nested list of `shape` with values below `size` (each innermost row without
+    repeats when `unique`: a scatter with repeated positions writes in no set order)."""
+    if len(shape) == 1:
+        if unique:
+            return str(g.rng.sample(range(size), min(shape[0], size)))
+        return str([g.rng.randrange(size) for _ in range(shape[0])])
+    return (
+        "[" + ", ".join(_index_literal(g, shape[1:], size, unique) for _ in range(shape[0])) + "]"
+    )
+
+
+def scatter_index(g: Gen) -> Plan | None:
+    """scatter (src, value, reduce) / scatter_add, index_fill / index_add / index_copy /
+    index_put (+ in place), with literal index tensors (sometimes out of range)."""
+    rng = g.rng
+    x = g.any_tensor("f", lambda t: t.ndim >= 1 and t.numel() > 0)
+    if not x:
+        return None
+    v = g.ns[x]
+    nd = v.ndim
+    d = _dim(g, nd)
+    dd = d % nd
+    size = v.shape[dd]
+    case = rng.choice(("scatter", "scatter", "scatter_add", "fill", "add", "copy", "put"))
+    inplace = rng.random() < 0.4
+    target = f"({x} * 1)" if inplace else x
+    sfx = "_" if inplace else ""
+    if case in ("scatter", "scatter_add"):
+        shape = [rng.randint(1, s) for s in v.shape]
+        shape[dd] = rng.randint(1, size)
+        if rng.random() < 0.05:
+            shape[dd] += 1  # deliberately too many along dim for some plans
+        unique = case == "scatter"
+        idx = f"torch.tensor({_index_literal(g, shape, size, unique)})"
+        if case == "scatter" and rng.random() < 0.4:
+            val = repr(rng.choice(DYADIC))
+            red = rng.choice(("", "", "", ", reduce='add'", ", reduce='multiply'"))
+            forms = (
+                f"{target}.scatter{sfx}({d}, {idx}, {val}{red})",
+                f"torch.scatter({x}, {d}, {idx}, value={val})",
+            )
+            return Plan(rng.choice(forms), [x], MOVE if not red else IEEE, [], "scatter")
+        src_shape = tuple(n + rng.choice((0, 0, 1)) for n in shape)
+        src = g.need(src_shape, "f", v.dtype)
+        if not src:
+            return None
+        fn = "scatter" if case == "scatter" else "scatter_add"
+        forms = (
+            f"{target}.{fn}{sfx}({d}, {idx}, {src})",
+            f"torch.{fn}({x}, {d}, {idx}, src={src})",
+            f"{target}.{fn}{sfx}(dim={d}, index={idx}, src={src})",
+        )
+        return Plan(rng.choice(forms), [x, src], MOVE if fn == "scatter" else ORDER, [], fn)
+    n = rng.randint(1, 3)
+    picks = rng.sample(range(size), min(n, size)) if case != "add" else None
+    vec = picks if picks is not None else [rng.randrange(size) for _ in range(n)]
+    vec = [p - size if rng.random() < 0.2 else p for p in vec]
+    idx = f"torch.tensor({vec})"
+    if case == "fill":
+        val = repr(rng.choice(DYADIC))
+        if rng.random() < 0.3:
+            val = g.need((), "f", v.dtype) or val
+        inputs = [x] + ([val] if val in g.ns else [])
+        forms = (
+            f"{target}.index_fill{sfx}({d}, {idx}, {val})",
+            f"torch.index_fill({x}, {d}, {idx}, {val})",
+        )
+        return Plan(rng.choice(forms), inputs, MOVE, [], "index_fill")
+    src_shape = list(v.shape)
+    src_shape[dd] = len(vec)
+    src = g.need(tuple(src_shape), "f", v.dtype)
+    if not src:
+        return None
+    if case == "put":
+        acc = rng.choice(("", ", accumulate=True", ", accumulate=False"))
+        vals = g.need(tuple(v.shape[1:]), "f", v.dtype) if nd > 1 and rng.random() < 0.5 else src
+        if not vals or dd != 0:
+            vals = g.need((len(vec),) + tuple(v.shape[1:]), "f", v.dtype)
+        if not vals:
+            return None
+        forms = (
+            f"{target}.index_put{sfx}(({idx},), {vals}{acc})",
+            f"torch.index_put({x}, ({idx},), {vals}{acc})",
+            f"{target}.index_put{sfx}(indices=[{idx}], values={vals}{acc})",
+        )
+        return Plan(rng.choice(forms), [x, vals], ORDER if acc else MOVE, [], "index_put")
+    if case == "add":
+        alpha = rng.choice(("", "", ", alpha=2", ", alpha=-0.5"))
+        forms = (
+            f"{target}.index_add{sfx}({d}, {idx}, {src}{alpha})",
+            f"torch.index_add({x}, {d}, {idx}, {src}{alpha})",
+        )
+        return Plan(rng.choice(forms), [x, src], ORDER, [], "index_add")
+    forms = (
+        f"{target}.index_copy{sfx}({d}, {idx}, {src})",
+        f"torch.index_copy({x}, {d}, {idx}, source={src})",
+    )
+    return Plan(rng.choice(forms), [x, src], MOVE, [], "index_copy")
+
+
 # ---------------------------------------------------------------- losses
 
 
@@ -914,8 +1031,25 @@ def _reduction_kw(g: Gen) -> str:
 def loss(g: Gen) -> Plan | None:
     """mse_loss, l1_loss, binary_cross_entropy, cross_entropy, nll_loss (F and nn forms)."""
     rng = g.rng
-    case = rng.choice(("mse", "l1", "bce", "ce", "ce", "nll"))
+    case = rng.choice(("mse", "l1", "bce", "ce", "ce", "nll", "smooth_l1", "huber"))
     red = _reduction_kw(g)
+    if case in ("smooth_l1", "huber"):
+        a = g.any_tensor("f")
+        if not a:
+            return None
+        b = g.need(tuple(g.ns[a].shape), "f", g.ns[a].dtype)
+        k = rng.choice(("", "0.5", "1.0", "2.0", "0.25"))
+        key = "beta" if case == "smooth_l1" else "delta"
+        kw = f", {key}={k}" if k else ""
+        fn, cls = (
+            ("smooth_l1_loss", "SmoothL1Loss")
+            if case == "smooth_l1"
+            else ("huber_loss", "HuberLoss")
+        )
+        args = ", ".join(x for x in (red.lstrip(", "), kw.lstrip(", ")) if x)
+        expr = rng.choice((f"F.{fn}({a}, {b}{red}{kw})", f"torch.nn.{cls}({args})({a}, {b})"))
+        # kinks where |a - b| is the threshold (and a == b for beta 0 is l1)
+        return Plan(expr, [a, b], TRANSC, [("pair", [a, b])], fn)
     if case in ("mse", "l1"):
         a = g.any_tensor("f")
         if not a:
@@ -1141,6 +1275,7 @@ FAMILIES = (
     (strided, 2),
     (index, 7),
     (gather, 2),
+    (scatter_index, 3),
     (loss, 4),
     (tutorial, 6),
     (misc_ops, 4),
