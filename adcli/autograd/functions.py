@@ -3587,21 +3587,13 @@ class Logcumsumexp(Function):
         return (ops.exp(reverse(pos - r) + a) - ops.exp(reverse(neg - r) + a),)
 
     def jvp(ctx, ts, xs, r):
+        # PyTorch's logcumsumexp_jvp: cumsum(e * t) / (cumsum(e) + 1e-13), e = exp(a - max)
         (t,), (a,) = ts, xs
-        d = ctx.dim
         if a.data_.ndim == 0:
             return t
-        return _lcse_jvp(t, a, r, d)
-
-
-def _lcse_jvp(t: Tensor, a: Tensor, r: Tensor, d: int) -> Tensor:
-    """sum_{k<=i} t_k exp(a_k - r_i), the tangent of logcumsumexp."""
-    w = ops.exp(ops.unsqueeze(a, d + 1) - ops.unsqueeze(r, d))  # [.., k, i, ..]
-    n = a.data_.shape[d]
-    shape = [1] * (a.data_.ndim + 1)
-    shape[d], shape[d + 1] = n, n
-    lower = Tensor._make(np.tril(np.ones((n, n), bool)).T.reshape(shape))
-    return ops.sum(ops.where(lower, w, 0.0) * ops.unsqueeze(t, d + 1), d)
+        d = ctx.dim
+        e = ops.exp(a - ops.amax(a, d, True))
+        return ops.cumsum(e * t, d) / (ops.cumsum(e, d) + 1e-13)
 
 
 class Fmod(Function):
