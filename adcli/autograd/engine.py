@@ -492,7 +492,9 @@ def _run(
                 node.release(freed)
             if anomaly_check is not None:
                 _check_anomaly(node, outs, needed)
-            for g, (nxt, nr), meta in zip(outs, node.next_functions, node.in_meta, strict=False):
+            for at, (g, (nxt, nr), meta) in enumerate(
+                zip(outs, node.next_functions, node.in_meta, strict=False)
+            ):
                 if nxt is None:
                     continue
                 if needed is not None and nxt not in needed:
@@ -503,7 +505,7 @@ def _run(
                     gd = g.data_
                     # reduce/cast only when the shape or dtype differs from the input's
                     if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
-                        g = _fit(g, meta)
+                        g = _fit(g, meta, node, at)
                     buf = buffers.get(nxt)
                     if buf is None:
                         if type(nxt.outputs) is tuple:
@@ -611,14 +613,27 @@ def _n_outputs(node: Node) -> int:
     return len(outs) if isinstance(outs, tuple) else 1
 
 
-def _fit(g: Tensor, meta: tuple[tuple[int, ...], np.dtype]) -> Tensor:
-    """Reduce a gradient over broadcast dims and cast it to the input's dtype."""
+def _fit(
+    g: Tensor, meta: tuple[tuple[int, ...], np.dtype], node: Node | None = None, at: int = 0
+) -> Tensor:
+    """Reduce a gradient over broadcast dims and cast it to the input's dtype; one the
+    input's shape cannot expand to is PyTorch's validate_outputs error (a scatter's
+    gradient for a source larger than its index)."""
     shape, dtype = meta
     if g.data_.shape == shape and g.data_.dtype == dtype:
         return g
     from . import ops
 
     if g.data_.shape != shape:
+        got = g.data_.shape
+        fits = len(shape) <= len(got) and all(
+            n in (1, m) for n, m in zip(reversed(shape), reversed(got), strict=False)
+        )
+        if not fits and node is not None:
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {at} - got "
+                f"{list(got)} but expected shape compatible with {list(shape)}"
+            )
         g = ops.sum_to(g, shape)
     if g.data_.dtype != dtype:
         g = ops.to_dtype(g, dtype)

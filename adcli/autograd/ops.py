@@ -2301,18 +2301,33 @@ def scatter_add(input: Tensor, dim: Any, index: Tensor, src: Tensor) -> Tensor:
 
 
 def _check_vector_index(
-    name: str, index: Tensor, shape: tuple[int, ...], dim: int, error: type = IndexError
+    name: str, index: Tensor, shape: tuple[int, ...], dim: int, negatives: bool = True
 ) -> np.ndarray:
-    """index_*'s index: a vector (or 0-d) of values within dim's size."""
+    """index_*'s index: a vector (or 0-d) of values within dim's size (from its end too
+    when `negatives`), refused in the kernel's words."""
     i = index.data_
     size = shape[dim] if shape else 1
-    bad = (i < -size) | (i >= size)
+    bad = (i < (-size if negatives else 0)) | (i >= size)
     if bad.any():
-        raise error(
+        raise IndexError(
             f"{name}index {int(i[bad].flat[0])} is out of bounds for dimension {dim} "
             f"with size {size}"
         )
     return np.where(i < 0, i + size, i)
+
+
+def _check_add_index(index: Tensor, shape: tuple[int, ...], dim: int) -> np.ndarray:
+    """index_add's bounds: its 2-d kernel names the index, the others do not."""
+    i = index.data_
+    size = shape[dim] if shape else 1
+    bad = (i < 0) | (i >= size)
+    if bad.any() and len(shape) == 2:
+        raise RuntimeError(
+            f"index {int(i[bad].flat[0])} is out of bounds for dimension {dim} with size {size}"
+        )
+    if bad.any():
+        raise IndexError("index out of range in self")
+    return i
 
 
 def index_fill(input: Tensor, dim: Any, index: Tensor, value: Any) -> Tensor:
@@ -2372,7 +2387,7 @@ def index_add(input: Tensor, dim: Any, index: Tensor, source: Tensor, *, alpha: 
             "source tensor shape must match self tensor shape, excluding the specified "
             f"dimension. Got self.shape = {list(shape)} source.shape = {list(s.shape)}"
         )
-    i = _check_vector_index("", index, shape, d, RuntimeError)
+    i = _check_add_index(index, shape, d)
     return F.IndexAdd.apply(input, source, dim=d, index=i, alpha=alpha, kept=_kept(index))
 
 
@@ -2410,7 +2425,7 @@ def index_copy(input: Tensor, dim: Any, index: Tensor, source: Tensor) -> Tensor
             f"Destination slice shape: {' '.join(map(str, dest))} at dimension {d} and source "
             f"slice shape: {' '.join(map(str, part))} at dimension 0."
         )
-    i = _check_vector_index("index_copy_(): ", index, shape, d)
+    i = _check_vector_index("index_copy_(): ", index, shape, d, negatives=False)
     return F.IndexCopy.apply(input, source, dim=d, index=i, kept=_kept(index))
 
 

@@ -139,7 +139,11 @@ SCENARIOS: dict[str, Callable[[M, Any], Any]] = {
     "index_add_shape": lambda m, x: x.index_add(1, m.t.tensor([0, 1]), x[:2, :2]),
     "index_add_2d": lambda m, x: x.index_add(1, m.t.tensor([[0, 1]]), x[:, :2]),
     "index_add_bounds": lambda m, x: x.index_add(1, m.t.tensor([0, 7]), x[:, :2]),
+    "index_add_negative_1d": lambda m, x: x[0].index_add(0, m.t.tensor([-1]), x[1, :1]),
+    "index_add_negative_2d": lambda m, x: x.index_add(0, m.t.tensor([-1]), x[:1]),
+    "index_add_3d": lambda m, x: x.view(3, 2, 2).index_add(1, m.t.tensor([2]), x[:, :2]),
     # index_copy
+    "index_copy_negative": lambda m, x: x.index_copy(1, m.t.tensor([-1]), x[:, :1]),
     "index_copy": lambda m, x: x.index_copy(1, m.t.tensor([3, 0]), x[:, :2] * 3),
     "index_copy_": lambda m, x: (x * 1).index_copy_(0, m.t.tensor([1]), x[2:] + 1),
     "index_copy_fn": lambda m, x: m.t.index_copy(x, 0, m.t.tensor([0, 2]), x[1:] * x[1:]),
@@ -278,3 +282,22 @@ def test_second_derivative_as_torch(name: str) -> None:
         np.testing.assert_allclose(gh, wh, rtol=1e-10, atol=1e-12)
     if name.startswith(("smooth_l1", "huber")):  # their gradient is its own node
         assert gn == wn
+
+
+def _bigger_source(lib: str) -> Any:
+    """A scatter source larger than its index: refused only when its gradient is needed."""
+    m = M(lib)
+    t1 = m.t.tensor([[-1.0, 2.0]], requires_grad=True)
+    t2 = m.t.tensor([[1.0, 1.0, 3.0]], requires_grad=True)
+    out = []
+    for y in (t1.scatter_add(0, m.t.tensor([[0]]), t2), t1.scatter(1, m.t.tensor([[1]]), t2)):
+        out.append(m.t.autograd.grad(y.sum(), t1, retain_graph=True)[0].tolist())
+        try:
+            y.sum().backward()
+        except RuntimeError as e:
+            out.append(str(e))
+    return out
+
+
+def test_larger_source_refused_only_when_its_gradient_is_needed() -> None:
+    assert _bigger_source("adcli") == _bigger_source("torch")
