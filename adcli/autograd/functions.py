@@ -3559,11 +3559,9 @@ class Logcumsumexp(Function):
         # PyTorch's logcumsumexp_backward: the positive and negative parts of g as logs,
         # each through a reversed logcumsumexp (both differentiable)
         a, r = ctx.saved_tensors
-        if g.data_.size == 0:
+        if g.data_.size == 0 or g.data_.ndim == 0:  # PyTorch passes g itself on
             return (g,)
         d = ctx.dim
-        if a.data_.ndim == 0:
-            return (g * ops.exp(a - r),)
 
         def reverse(t: Tensor) -> Tensor:
             return ops.flip(ops.logcumsumexp(ops.flip(t, (d,)), d), (d,))
@@ -3640,11 +3638,13 @@ class ClampMinTensor(ClampTensor):
 
     def forward(ctx, a, bound, dtype):
         lo, hi = (bound, None) if ctx.low else (None, bound)
-        return ClampTensor.forward(ctx, a, lo, hi, dtype)
+        out = ClampTensor.forward(ctx, a, lo, hi, dtype)
+        ctx.save(bound, a)  # PyTorch unpacks the bound first (its version error names it)
+        return out
 
     def backward(ctx, g):
-        a, lo, hi = ctx.saved_tensors
-        b, need = (lo if ctx.low else hi), ctx.needs_input_grad
+        b, a = ctx.saved_tensors
+        need = ctx.needs_input_grad
         ga = ops.where(a >= b if ctx.low else a <= b, g, 0.0) if need[0] else None
         gb = ops.where(a < b if ctx.low else a > b, g, 0.0) if need[1] else None
         return ga, gb
@@ -3999,17 +3999,25 @@ class _KinkLossBackward(Function):
         return out.astype(dt, copy=False)
 
     def backward(ctx, gg):
+        # PyTorch's smooth_l1/huber_loss_double_backward and their _grad_output twins:
+        # the kernel again for g's gradient, gg * g masked inside the kink for a's and t's
         g, a, t = ctx.saved_tensors
         r, k = ctx.reduction, ctx.k
-        d = a - t
+        row = type(ctx)
         gg_g = None
         if ctx.needs_input_grad[0]:
-            gg_g = _kink_slope(d, k, ctx.huber) * gg
-            if r == "mean":
-                gg_g = gg_g / max(1, int(np.prod(ctx.shape)))
-            gg_g = _loss_reduce_t(gg_g, r)
-        scaled = _loss_scale_t(g, ctx.shape, r) * gg
-        scaled = ops.where(ops.abs(d) < k, scaled if ctx.huber else scaled / k, 0.0)
+            if r == "none":
+                gg_g = row.apply(gg, a, t, reduction=r, k=k)
+            else:
+                ones = Tensor._make(np.ones(g.data_.shape, g.data_.dtype))
+                gg_g = ops.sum(row.apply(ones, a, t, reduction=r, k=k) * gg)
+        d = a - t
+        inside = ops.to_dtype(ops.abs(d) < k, gg.dtype)
+        scaled = gg * g * inside
+        if not ctx.huber:
+            scaled = scaled / k
+        if r == "mean":
+            scaled = scaled / max(1, int(np.prod(ctx.shape)))
         return gg_g, scaled, -scaled
 
     def jvp(ctx, ts, xs, r):

@@ -2235,6 +2235,7 @@ def scatter(
     value: Any = None,
     *,
     reduce: str | None = None,
+    _op: str = "aten::scatter",
 ) -> Tensor:
     """input with src's values (or one number, `value`) written at index along dim;
     `reduce='add'/'multiply'` combines them instead (no derivative, as in PyTorch)."""
@@ -2258,13 +2259,16 @@ def scatter(
         _check_number(number, "value")
         i = _check_scatter_index("scatter", input.data_.shape, d, index, None)
     if reduce is not None:
-        return _scatter_reduce(input, d, i, src if isinstance(src, Tensor) else number, reduce)
+        src_or_number = src if isinstance(src, Tensor) else number
+        return _scatter_reduce(input, d, i, src_or_number, reduce, _op)
     if isinstance(src, Tensor):
         return F.ScatterSrc.apply(input, src, dim=d, index=i, kept=_kept(index))
     return F.ScatterValue.apply(input, dim=d, index=i, value=number, kept=_kept(index))
 
 
-def _scatter_reduce(input: Tensor, dim: int, index: np.ndarray, src: Any, reduce: str) -> Tensor:
+def _scatter_reduce(
+    input: Tensor, dim: int, index: np.ndarray, src: Any, reduce: str, op: str
+) -> Tensor:
     """scatter's deprecated `reduce=`: no derivative (PyTorch's NotImplemented node)."""
     if reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
@@ -2283,7 +2287,7 @@ def _scatter_reduce(input: Tensor, dim: int, index: np.ndarray, src: Any, reduce
     ufunc = np.add if reduce == "add" else np.multiply
     ufunc.at(F._as_1d(out), where, values)
     operands = [input] + ([src] if isinstance(src, Tensor) else [])
-    return not_implemented("aten::scatter", out, *operands)
+    return not_implemented(op, out, *operands)
 
 
 def scatter_add(input: Tensor, dim: Any, index: Tensor, src: Tensor) -> Tensor:
@@ -2316,12 +2320,13 @@ def _check_vector_index(
     return np.where(i < 0, i + size, i)
 
 
-def _check_add_index(index: Tensor, shape: tuple[int, ...], dim: int) -> np.ndarray:
-    """index_add's bounds: its 2-d kernel names the index, the others do not."""
+def _check_add_index(index: Tensor, shape: tuple[int, ...], dim: int, alpha: Any) -> np.ndarray:
+    """index_add's bounds: its scatter_add path (alpha 1, the first or last dim of a 2-d
+    or larger input) names the index, its slice loop does not."""
     i = index.data_
     size = shape[dim] if shape else 1
     bad = (i < 0) | (i >= size)
-    if bad.any() and len(shape) == 2:
+    if bad.any() and len(shape) >= 2 and dim in (0, len(shape) - 1) and alpha == 1:
         raise RuntimeError(
             f"index {int(i[bad].flat[0])} is out of bounds for dimension {dim} with size {size}"
         )
@@ -2387,7 +2392,7 @@ def index_add(input: Tensor, dim: Any, index: Tensor, source: Tensor, *, alpha: 
             "source tensor shape must match self tensor shape, excluding the specified "
             f"dimension. Got self.shape = {list(shape)} source.shape = {list(s.shape)}"
         )
-    i = _check_add_index(index, shape, d)
+    i = _check_add_index(index, shape, d, alpha)
     return F.IndexAdd.apply(input, source, dim=d, index=i, alpha=alpha, kept=_kept(index))
 
 
@@ -2476,6 +2481,19 @@ def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False
     if accumulate:
         return F.IndexPutAccumulate.apply(input, values, index=idx, dtype=dt)
     return F.IndexPut.apply(input, values, index=idx, dtype=dt)
+
+
+def _scatter_in_place(
+    input: Tensor,
+    dim: Any,
+    index: Tensor,
+    src: Any = None,
+    value: Any = None,
+    *,
+    reduce: str | None = None,
+) -> Tensor:
+    """scatter as scatter_ runs it (its reduce= node names aten::scatter_)."""
+    return scatter(input, dim, index, src, value, reduce=reduce, _op="aten::scatter_")
 
 
 def _inplace_of(op: Any, name: str, src: str | None) -> Any:
@@ -4264,7 +4282,7 @@ EXTRA_METHODS: dict[str, Any] = {
 EXTRA_METHODS.update(TUTORIAL_METHODS)
 EXTRA_METHODS.update(
     {
-        "scatter_": _inplace_of(scatter, "scatter_", "src"),
+        "scatter_": _inplace_of(_scatter_in_place, "scatter_", "src"),
         "scatter_add_": _inplace_of(scatter_add, "scatter_add_", "src"),
         "index_fill_": _inplace_of(index_fill, "index_fill_", "value"),
         "index_add_": _inplace_of(index_add, "index_add_", "source"),

@@ -98,6 +98,7 @@ SCENARIOS: dict[str, Callable[[M, Any], Any]] = {
     "scatter_reduce_add": lambda m, x: m.t.ones(3, 4).scatter(1, _i(m), 2.0, reduce="add"),
     "scatter_reduce_mul": lambda m, x: m.t.ones(3, 4).scatter_(1, _i(m), 3.0, reduce="multiply"),
     "scatter_reduce_grad": lambda m, x: x.scatter(1, _i(m), 2.0, reduce="add"),
+    "scatter_reduce_grad_": lambda m, x: (x * 1).scatter_(1, _i(m), 2.0, reduce="multiply"),
     "scatter_reduce_bad": lambda m, x: x.scatter(1, _i(m), 2.0, reduce="max"),
     "scatter_float_index": lambda m, x: x.scatter(1, _i(m).float(), 1.0),
     "scatter_src_dtype": lambda m, x: x.scatter(1, _i(m), x.double()),
@@ -141,6 +142,7 @@ SCENARIOS: dict[str, Callable[[M, Any], Any]] = {
     "index_add_bounds": lambda m, x: x.index_add(1, m.t.tensor([0, 7]), x[:, :2]),
     "index_add_negative_1d": lambda m, x: x[0].index_add(0, m.t.tensor([-1]), x[1, :1]),
     "index_add_negative_2d": lambda m, x: x.index_add(0, m.t.tensor([-1]), x[:1]),
+    "index_add_negative_alpha": lambda m, x: x.index_add(1, m.t.tensor([-1]), x[:, :1], alpha=2),
     "index_add_3d": lambda m, x: x.view(3, 2, 2).index_add(1, m.t.tensor([2]), x[:, :2]),
     # index_copy
     "index_copy_negative": lambda m, x: x.index_copy(1, m.t.tensor([-1]), x[:, :1]),
@@ -203,6 +205,9 @@ SCENARIOS: dict[str, Callable[[M, Any], Any]] = {
         x.masked_fill(x.detach() > 1, float("-inf")), 1
     ),
     "logcumsumexp_0d": lambda m, x: m.t.logcumsumexp(x[1, 1], 0),
+    "logcumsumexp_0d_grad_of_grad": lambda m, x: m.t.autograd.grad(
+        m.t.logcumsumexp(x.sum(), 0), x, create_graph=True
+    )[0],
     "logcumsumexp_long": lambda m, x: m.t.logcumsumexp(x.long(), 0),
     "logcumsumexp_dim": lambda m, x: m.t.logcumsumexp(x, 2),
     # fmod / remainder_ / clamp_min / clamp_max
@@ -301,3 +306,38 @@ def _bigger_source(lib: str) -> Any:
 
 def test_larger_source_refused_only_when_its_gradient_is_needed() -> None:
     assert _bigger_source("adcli") == _bigger_source("torch")
+
+
+def _clamp_min_version(lib: str) -> str:
+    """clamp_min with a tensor bound checks the bound's version first, as PyTorch."""
+    m = M(lib)
+    a = m.t.ones(1, 2, requires_grad=True) * 1
+    b = m.t.tensor(0.5, requires_grad=True) * 1
+    y = m.t.clamp_min(a, b)
+    with m.t.no_grad():
+        a.mul_(1.0)
+        b.mul_(1.0)
+    try:
+        y.sum().backward()
+    except RuntimeError as e:
+        return str(e)
+    return "no error"
+
+
+def test_clamp_min_tensor_version_error_names_the_bound() -> None:
+    assert _clamp_min_version("adcli") == _clamp_min_version("torch")
+
+
+def _signed_zero_second(lib: str, fn: str) -> Any:
+    """The second derivative outside the kink is gg * g * 0: a signed zero."""
+    m = M(lib)
+    x = m.t.tensor([[-1.0, 3.0]], requires_grad=True)
+    loss = getattr(m.F, fn)(x, m.t.tensor([[1.0, 0.5]]), reduction="sum")
+    (g,) = m.t.autograd.grad(loss, x, create_graph=True)
+    (h,) = m.t.autograd.grad((g * g).sum(), x)
+    return [str(v) for v in h.flatten().tolist()]
+
+
+@pytest.mark.parametrize("fn", ["smooth_l1_loss", "huber_loss"])
+def test_second_derivative_zero_signs(fn: str) -> None:
+    assert _signed_zero_second("adcli", fn) == _signed_zero_second("torch", fn)
