@@ -133,9 +133,22 @@ def op_name(fn: Any) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("__", "_")
 
 
-def not_supported(name: str) -> NotImplementedError:
-    """PyTorch's error for an op without a forward-mode rule."""
-    return NotImplementedError(f"Trying to use forward AD with {name} that does not support it.")
+#: PyTorch's longer sentence, for an op whose derivatives.yaml entry has no forward formula
+NOT_YET = (
+    " because it has not been implemented yet.\nPlease file an issue to PyTorch at "
+    "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we "
+    "can prioritize its implementation or submit a PR adding the implementation to "
+    "derivatives.yaml"
+)
+
+
+def not_supported(name: str, not_yet: bool = False) -> NotImplementedError:
+    """PyTorch's error for an op without a forward-mode rule (`not_yet`: the sentence of
+    one whose formula PyTorch has not written)."""
+    tail = NOT_YET if not_yet else "."
+    return NotImplementedError(
+        f"Trying to use forward AD with {name} that does not support it{tail}"
+    )
 
 
 def propagate(ctx: Any, inputs: tuple[Any, ...] | None, out: Any) -> None:
@@ -179,8 +192,9 @@ def _apply_rule(ctx: Any, level: int, tangents: tuple[Any, ...], inputs: Any, ou
         return
     rule = getattr(cls, "jvp", None)
     if rule is None:
-        refusal = getattr(cls, "jvp_refusal", None)  # PyTorch's longer "not implemented yet"
-        raise NotImplementedError(refusal) if refusal else not_supported(op_name(cls))
+        # PyTorch's name for the op and its "not implemented yet" sentence where it has them
+        name = getattr(cls, "jvp_name", None) or op_name(cls)
+        raise not_supported(name, getattr(cls, "jvp_not_yet", False))
     with hidden(level):
         result = rule(ctx, tangents, inputs, out)
         outs = out if cls.multi_output else (out,)

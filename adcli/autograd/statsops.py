@@ -247,21 +247,11 @@ class CdistBackward(Function):
         raise NotImplementedError("the derivative for '_cdist_backward' is not implemented.")
 
 
-def _no_jvp(name: str) -> str:
-    return (
-        f"Trying to use forward AD with {name} that does not support it because it has not "
-        "been implemented yet.\nPlease file an issue to PyTorch at "
-        "https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we "
-        "can prioritize its implementation or submit a PR adding the implementation to "
-        "derivatives.yaml"
-    )
-
-
 class Cdist(Function):
     """the p-norm distance between each row of x1 and each row of x2"""
 
     grad_fn_name = "CdistBackward0"
-    jvp_refusal = _no_jvp("_cdist_forward")
+    jvp_name, jvp_not_yet = "_cdist_forward", True
 
     def forward(ctx, x1, x2, p):
         ctx.p = p
@@ -280,7 +270,7 @@ class EuclideanDist(Function):
     """cdist's matrix-product path for p = 2: sqrt(|x1|² - 2 x1·x2 + |x2|²)"""
 
     grad_fn_name = "EuclideanDistBackward0"
-    jvp_refusal = _no_jvp("_euclidean_dist")
+    jvp_name, jvp_not_yet = "_euclidean_dist", True
 
     def forward(ctx, x1, x2):
         # PyTorch's _euclidean_dist: [-2 x1, |x1|², 1] @ [x2, 1, |x2|²]ᵀ, clamped at 0, then

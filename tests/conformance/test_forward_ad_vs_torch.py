@@ -256,6 +256,27 @@ CASES: list[Case] = [
     ("grad_diagonal", [S], lambda T, x: _gr(T, lambda v: T.diagonal(v) ** 2, x)),
     ("grad_prod_zero", [S], lambda T, x: _gr(
         T, lambda v: (v * T.tensor([0.0, 1, 1, 1], dtype=v.dtype)).prod(), x)),
+    # scatter and index_* writes, kink losses, logcumsumexp, fmod, clamp_min/clamp_max
+    ("scatter_src", [S, (2, 4)], lambda T, x, y: x.scatter(1, T.tensor([[0, 2], [3, 1]]), y)),
+    ("scatter_value", [S], lambda T, x: x.scatter(0, T.tensor([[2, 0, 1, 1]]), 0.5)),
+    ("scatter_add", [S, (2, 4)], lambda T, x, y: T.scatter_add(x, 0, T.tensor([[1, 0, 2, 2]]), y)),
+    ("index_fill", [S], lambda T, x: x.index_fill(1, T.tensor([0, 3]), -1.0)),
+    ("index_fill_tensor", [S, ()], lambda T, x, v: x.index_fill(0, T.tensor([1]), v)),
+    ("index_add", [S, (3, 2)], lambda T, x, y: x.index_add(1, T.tensor([3, 3]), y, alpha=2)),
+    ("index_copy", [S, (1, 4)], lambda T, x, y: x.index_copy(0, T.tensor([2]), y)),
+    ("index_put_acc", [S, (4,)], lambda T, x, y: x.index_put(
+        (T.tensor([0, 0]),), y, accumulate=True)),
+    ("smooth_l1", [S, S], lambda T, x, y: T.F.smooth_l1_loss(x, y, beta=0.7)),
+    ("huber_none", [S, S], lambda T, x, y: T.F.huber_loss(x, y, reduction="none")),
+    ("grad_smooth_l1", [S, S], lambda T, x, y: _gr(
+        T, lambda v: T.F.smooth_l1_loss(v, y, reduction="sum", beta=0.7), x)),
+    ("logcumsumexp", [S], lambda T, x: T.logcumsumexp(x, 1)),
+    ("fmod", [S], lambda T, x: T.fmod(x, 0.7)),
+    ("fmod_tensor", [S, S], lambda T, x, y: x.fmod(y.abs() + 0.5)),
+    ("clamp_min", [S], lambda T, x: x.clamp_min(0.1)),
+    ("clamp_max", [S], lambda T, x: T.clamp_max(x, -0.1)),
+    ("clamp_min_tensor", [S, S], lambda T, x, y: T.clamp_min(x, y)),
+    ("clamp_max_tensor", [S, (4,)], lambda T, x, y: x.clamp_max(y)),
 ]
 # fmt: on
 
@@ -447,3 +468,19 @@ def test_tangent_graphs_match_torch() -> None:
             f"{label}:\nadcli\n" + "\n".join(tree) + "\ntorch\n" + "\n".join(ttree)
         )
         np.testing.assert_allclose(t, tt, rtol=1e-12, atol=0, err_msg=label)
+
+
+def _huber_second_tangent(lib: Any) -> str:
+    """PyTorch has no forward-mode rule for huber_loss_backward: the same refusal."""
+    x, y = lib.tensor([[0.5, -2.0]], dtype=lib.float64), lib.tensor([[0.0, 1.0]], dtype=lib.float64)
+    with lib.fwAD.dual_level():
+        d = lib.fwAD.make_dual(x.requires_grad_(), lib.tensor([[1.0, 1.0]], dtype=lib.float64))
+        try:
+            _gr(lib, lambda v: lib.F.huber_loss(v, y), d)
+        except NotImplementedError as e:
+            return str(e).splitlines()[0]
+    return "no error"
+
+
+def test_huber_loss_backward_has_no_tangent_rule() -> None:
+    assert _huber_second_tangent(ADCLI) == _huber_second_tangent(TORCH)
