@@ -701,7 +701,7 @@ def fmod(input: Tensor, other: Any) -> Tensor:
         )
     ta, tb, dt = _binary(input, other)
     if dt.kind in _INT_KINDS:
-        _check_int_divisor(tb, dt)
+        _check_int_divisor(ta, tb, dt)
         value = np.fmod(ta.data_.astype(dt), tb.data_.astype(dt))
         return not_implemented("aten::fmod", value, ta, tb)
     if isinstance(other, Tensor):
