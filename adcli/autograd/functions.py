@@ -2429,7 +2429,11 @@ class Unsqueeze(Function):
 
     def forward(ctx, a, dim):
         ctx.dim = dim
-        return np.expand_dims(a.data_, dim)
+        x = a.data_
+        out = np.expand_dims(x, dim)
+        # PyTorch's stride for the new dim (NumPy's reshape may pick another)
+        strides = x.strides[:dim] + (ops.unsqueeze_stride(x, dim),) + x.strides[dim:]
+        return ops.with_strides(out, strides)
 
     def backward(ctx, g):
         return (ops.squeeze(g, ctx.dim),)
@@ -2447,11 +2451,7 @@ class Expand(Function):
         x = a.data_
         ctx.shape = x.shape
         # as_strided, not broadcast_to: the view must stay writable, as PyTorch's is
-        lead = len(shape) - x.ndim
-        strides = (0,) * lead + tuple(
-            0 if n == 1 and s != 1 else st
-            for n, s, st in zip(x.shape, shape[lead:], x.strides, strict=True)
-        )
+        strides = ops.expand_strides(x.shape, x.strides, shape, x.itemsize)
         return np.lib.stride_tricks.as_strided(x, shape, strides)
 
     def backward(ctx, g):
@@ -2644,8 +2644,8 @@ class _BasicGetitem(_Getitem):
 
     def forward(ctx, a, index):
         ctx.index, ctx.shape = index, a.data_.shape
-        # the trailing `...` keeps a fully indexed result a 0-d view, not a copied scalar
-        return a.data_[(*index, Ellipsis)]
+        # (a fully indexed result is a 0-d view, not a copied scalar)
+        return ops.subscript_view(a.data_, index)
 
     def jvp(ctx, ts, xs, r):
         return ops._view_of(ts[0], type(ctx).apply(ts[0], index=ctx.index))

@@ -1664,19 +1664,72 @@ def reshaped(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def torch_strides(x: np.ndarray) -> tuple[int, ...]:
-    """`x`'s strides in elements as PyTorch has them: a size-1 dim of stride 0 (a NumPy
-    new axis, an expand to size 1) has the next dim's size times its stride. NumPy
-    gives a fresh empty array zero strides; PyTorch's are contiguous ones, counting a
-    size-0 dim as 1."""
-    out = list(_strides(x))
-    if not x.size and not _py.any(out):
-        for i in range(x.ndim - 2, -1, -1):
-            out[i] = _py.max(x.shape[i + 1], 1) * (out[i + 1] or 1)
-        return tuple(out[:-1]) + (1,) if out else ()
-    for i in range(x.ndim - 1, -1, -1):
-        if x.shape[i] == 1 and out[i] == 0:
-            out[i] = x.shape[i + 1] * out[i + 1] if i + 1 < x.ndim else 1
+    """`x`'s strides in elements as PyTorch has them: NumPy's, which adcli keeps equal
+    to PyTorch's (size-1 dims, views of expanded dims, empty arrays: see Tensor._make)."""
+    return _strides(x)
+
+
+def expand_strides(
+    shape: tuple[int, ...], strides: tuple[int, ...], new: tuple[int, ...], unit: int = 1
+) -> tuple[int, ...]:
+    """The strides of an expand of (shape, strides) to `new` (PyTorch's
+    inferExpandGeometry): a broadcast dim gets 0, a new leading dim of size 1 the next
+    dim's size times its stride (`unit`, one element, when last); a 0-d tensor's
+    expand has zero strides throughout."""
+    if not shape:
+        return (0,) * len(new)
+    lead = len(new) - len(shape)
+    out = [0] * len(new)
+    for i in range(len(new) - 1, -1, -1):
+        if i >= lead:
+            n, st = shape[i - lead], strides[i - lead]
+            out[i] = st if n == new[i] else 0
+        elif new[i] == 1:
+            out[i] = new[i + 1] * out[i + 1] if i + 1 < len(new) else unit
     return tuple(out)
+
+
+def unsqueeze_stride(x: np.ndarray, dim: int) -> int:
+    """The byte stride PyTorch's unsqueeze gives the new dim at `dim`: the size times
+    the stride of the dim it goes before (one item at the end)."""
+    return x.shape[dim] * x.strides[dim] if dim < x.ndim else x.itemsize
+
+
+def with_strides(x: np.ndarray, strides: tuple[int, ...]) -> np.ndarray:
+    """`x` with these byte strides, which differ from its own only at size-1 dims (the
+    memory reached is the same): a view, writable when x is."""
+    if x.strides == tuple(strides):
+        return x
+    return np.lib.stride_tricks.as_strided(x, x.shape, strides, writeable=x.flags.writeable)
+
+
+def subscript_view(x: np.ndarray, idx: Any) -> np.ndarray:
+    """`x[idx]` for a basic subscript (ints, slices, None, `...`) with PyTorch's
+    strides: each None is an unsqueeze where it stands (NumPy's new axis has stride 0),
+    a slice multiplies the stride by its step even when it keeps no element."""
+    parts = idx if isinstance(idx, tuple) else (idx,)
+    out = x[(*parts, Ellipsis)] if Ellipsis not in parts else x[parts]
+    if out.size and not _py.any(p is None for p in parts):
+        return out  # (NumPy's empty slice keeps the stride, PyTorch's takes the step)
+    if not _py.all(_is_basic(p) for p in parts):
+        return out
+    dims = list(zip(x.shape, x.strides, strict=True))
+    n_real = _py.sum(1 for p in parts if p is not None and p is not Ellipsis)
+    d = 0
+    for p in parts:
+        if p is None:
+            st = dims[d][0] * dims[d][1] if d < len(dims) else x.itemsize
+            dims.insert(d, (1, st))
+            d += 1
+        elif p is Ellipsis:
+            d += x.ndim - n_real
+        elif isinstance(p, slice):
+            n, st = dims[d]
+            dims[d] = (len(range(*p.indices(n))), st * (p.step or 1))
+            d += 1
+        else:
+            del dims[d]
+    return with_strides(out, tuple(st for _, st in dims))
 
 
 def _stride_method(a: Tensor, dim: Any = None) -> Any:
@@ -1834,6 +1887,8 @@ def movedim(a: Tensor, source: Any, destination: Any) -> Tensor:
     for name, dims in (("source", src), ("destination", dst)):
         if len(set(dims)) != len(dims):
             raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+    if not nd:  # PyTorch's movedim of a 0-d tensor is an alias
+        return _view_of(a, F.Alias.apply(a))
     order = [d for d in range(nd) if d not in src]
     for to, frm in sorted(zip(dst, src, strict=True)):
         order.insert(to, frm)
@@ -3095,15 +3150,15 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
         a._vc[0] += 1
         return
     if not advanced:
-        whole_view = isinstance(idx, tuple) or idx is Ellipsis
-        target = a.data_[idx] if whole_view else a.data_[idx, ...]
-        if v is not None and not fills and not record and _same_memory(target, v.data_):
+        target = subscript_view(a.data_, idx)
+        if v is not None and not fills and not record and _same_memory(target, v.data_, True):
             # PyTorch's copy_ kernel leaves a view of the same data alone (its autograd
             # layer, before it, still records CopySlices)
             a._vc[0] += 1
             return
         check_no_overlap(target)
-        check_no_partial_overlap(target, (v,), expanded=True)
+        if not fills:  # (a 0-d value is a fill_, which reads it once: no overlap check)
+            check_no_partial_overlap(target, (v,), expanded=True)
     if not record:
         a.data_[idx] = v.data_ if v is not None else value
         a._vc[0] += 1
@@ -3145,12 +3200,18 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
     _adopt_node(a, out)
 
 
-def _same_memory(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether two arrays are the same elements of the same memory (copy_'s early exit)."""
+def _same_memory(x: np.ndarray, y: np.ndarray, expanded: bool = False) -> bool:
+    """Whether two arrays are the same elements of the same memory (copy_'s early exit);
+    `expanded`: y first expanded to x's shape (setitem's value, as PyTorch's copy_to)."""
+    if expanded and y.shape != x.shape:
+        if y.ndim > x.ndim:
+            return False
+        y_strides = expand_strides(y.shape, torch_strides(y), x.shape)
+    else:
+        y_strides = torch_strides(y) if x.shape == y.shape else None
     return (
         x.__array_interface__["data"][0] == y.__array_interface__["data"][0]
-        and x.shape == y.shape
-        and torch_strides(x) == torch_strides(y)
+        and torch_strides(x) == y_strides
         and x.dtype == y.dtype
     )
 

@@ -165,6 +165,8 @@ class Tensor:
         """Wrap an ndarray (0-d NumPy scalars become 0-d arrays)."""
         if type(data) is not np.ndarray:
             data = np.asarray(data)
+        if not data.size and data.ndim and not any(data.strides) and _fresh_empty(data):
+            data = _contiguous_empty(data)
         if data.nbytes >= _WATCH_BYTES:  # the size limit and memory budget (budget.py)
             _watch(data)
         t = object.__new__(Tensor)
@@ -940,10 +942,16 @@ def _byte_range(a: np.ndarray) -> tuple[int, int]:
     return start + lo, start + hi + a.itemsize
 
 
-def _dense(a: np.ndarray) -> bool:
-    """PyTorch's is_non_overlapping_and_dense: some order of the dims is contiguous."""
+def _dense(a: np.ndarray, shape: tuple[int, ...] | None = None) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: some order of the dims is contiguous
+    (`shape`: of `a` expanded to it first)."""
+    strides = a.strides
+    if shape is not None and shape != a.shape and len(shape) >= a.ndim:
+        strides = ops.expand_strides(a.shape, a.strides, shape, a.itemsize)
+    else:
+        shape = a.shape
     expected = a.itemsize
-    for st, n in sorted((abs(st), n) for st, n in zip(a.strides, a.shape, strict=True) if n != 1):
+    for st, n in sorted((abs(st), n) for st, n in zip(strides, shape, strict=True) if n != 1):
         if st != expected:
             return False
         expected *= n
@@ -960,7 +968,8 @@ def check_no_partial_overlap(
         if not isinstance(o, Tensor) or not o.data_.size or not dst.size:
             continue
         src = o.data_
-        if not np.may_share_memory(dst, src) or not (_dense(dst) and _dense(src)):
+        dense = _dense(dst) and _dense(src, dst.shape if expanded else None)
+        if not np.may_share_memory(dst, src) or not dense:
             continue
         if _byte_range(dst) == _byte_range(src) and _same_layout(dst, src, expanded):
             continue
@@ -975,28 +984,35 @@ def _same_layout(dst: np.ndarray, src: np.ndarray, expanded: bool) -> bool:
     """Whether src (`expanded`: first expanded to dst's shape, as setitem's value) has
     dst's strides as PyTorch sees them (get_overlap_status compares only those: a (2, 1)
     tensor and its (1, 2) transpose are the same memory to it)."""
-    item = dst.itemsize
+    want = ops.torch_strides(dst)
     if not expanded:
-        return dst.ndim == src.ndim and _torch_strides(
-            dst.shape, dst.strides, item
-        ) == _torch_strides(src.shape, src.strides, item)
-    lead = dst.ndim - src.ndim
-    if lead < 0 or dst.shape[lead:] != src.shape:
+        return dst.ndim == src.ndim and want == ops.torch_strides(src)
+    if dst.ndim < src.ndim:
         return False
-    return _torch_strides(dst.shape, dst.strides, item) == _torch_strides(
-        dst.shape, (0,) * lead + src.strides, item
+    return want == ops.expand_strides(src.shape, ops.torch_strides(src), dst.shape)
+
+
+def _fresh_empty(data: np.ndarray) -> bool:
+    """Whether an empty array's memory never held elements (a fresh empty array or a
+    NumPy view of one), unlike an empty view of an expanded tensor, whose zero strides
+    are PyTorch's too."""
+    while isinstance(data, np.ndarray) and data.size == 0:
+        base = data.base
+        if base is None:
+            return True
+        data = base if isinstance(base, np.ndarray) else getattr(base, "base", None)
+    return False
+
+
+def _contiguous_empty(data: np.ndarray) -> np.ndarray:
+    """A fresh empty array (NumPy gives it zero strides) with PyTorch's contiguous
+    strides, a size-0 dim counting as 1: its views then get PyTorch's strides too."""
+    strides = [data.itemsize] * data.ndim
+    for i in range(data.ndim - 2, -1, -1):
+        strides[i] = max(data.shape[i + 1], 1) * strides[i + 1]
+    return np.lib.stride_tricks.as_strided(
+        data, data.shape, strides, writeable=data.flags.writeable
     )
-
-
-def _torch_strides(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> list[int]:
-    """Byte strides with a size-1 dim of stride 0 (NumPy's new axis, adcli's expand)
-    given the stride PyTorch's unsqueeze and expand give it: the next dim's size times
-    its stride (one item when last)."""
-    out = list(strides)
-    for i in range(len(shape) - 1, -1, -1):
-        if shape[i] == 1 and out[i] == 0:
-            out[i] = shape[i + 1] * out[i + 1] if i + 1 < len(shape) else item
-    return out
 
 
 def _materialized(a: Any) -> Any:
