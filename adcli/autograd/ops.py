@@ -1689,6 +1689,17 @@ def expand_strides(
     return tuple(out)
 
 
+def copy_to_strides(src: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides setitem's value has once PyTorch's copy_to has made it the
+    target's `shape` (when the shapes differ): viewed to its own shape (computeStride
+    gives its size-1 dims new strides), then expanded."""
+    own = torch_strides(src)
+    if src.shape == shape:
+        return own
+    viewed = _view_strides(src.shape, own, src.shape) if src.size else None
+    return expand_strides(src.shape, own if viewed is None else viewed, shape)
+
+
 def unsqueeze_stride(x: np.ndarray, dim: int) -> int:
     """The byte stride PyTorch's unsqueeze gives the new dim at `dim`: the size times
     the stride of the dim it goes before (one item at the end)."""
@@ -3206,7 +3217,7 @@ def _same_memory(x: np.ndarray, y: np.ndarray, expanded: bool = False) -> bool:
     if expanded and y.shape != x.shape:
         if y.ndim > x.ndim:
             return False
-        y_strides = expand_strides(y.shape, torch_strides(y), x.shape)
+        y_strides = copy_to_strides(y, x.shape)
     else:
         y_strides = torch_strides(y) if x.shape == y.shape else None
     return (

@@ -989,7 +989,7 @@ def _same_layout(dst: np.ndarray, src: np.ndarray, expanded: bool) -> bool:
         return dst.ndim == src.ndim and want == ops.torch_strides(src)
     if dst.ndim < src.ndim:
         return False
-    return want == ops.expand_strides(src.shape, ops.torch_strides(src), dst.shape)
+    return want == ops.copy_to_strides(src, dst.shape)
 
 
 def _fresh_empty(data: np.ndarray) -> bool:
