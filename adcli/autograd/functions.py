@@ -1920,10 +1920,18 @@ class Logsumexp(Function):
         x = ops.float_data(a)
         ctx.dims, ctx.keepdim, ctx.shape = dims, keepdim, x.shape
         ctx.save_output(a)
-        m = np.max(x, axis=dims, keepdims=True) if x.size else np.zeros((), x.dtype)
-        m = np.where(np.isfinite(m), m, 0)
-        with np.errstate(divide="ignore"):
-            out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
+        if not x.size:
+            with np.errstate(divide="ignore"):
+                out = np.log(np.sum(np.exp(x), axis=dims, keepdims=True))
+        else:
+            # PyTorch's steps and kernels: the max (an infinite one as 0, NaN kept),
+            # exp of the difference, its sum, log, plus the max
+            m = np.max(x, axis=dims, keepdims=True)
+            m = np.where(np.abs(m) == np.inf, np.zeros((), x.dtype), m)
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                e = _vml("exp", np.exp, x - m)
+                s = torch_sum(e, tuple(range(x.ndim)) if dims is None else dims, keepdim=True)
+                out = _vml("log", np.log, s) + m
         if not keepdim:
             out = np.squeeze(out, axis=dims)
         return out.astype(x.dtype)
