@@ -1929,9 +1929,9 @@ class Logsumexp(Function):
             m = np.max(x, axis=dims, keepdims=True)
             m = np.where(np.abs(m) == np.inf, np.zeros((), x.dtype), m)
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                e = _vml("exp", np.exp, x - m)
+                e = _vml("exp", np.exp, np.asarray(x - m))
                 s = torch_sum(e, tuple(range(x.ndim)) if dims is None else dims, keepdim=True)
-                out = _vml("log", np.log, s) + m
+                out = _vml("log", np.log, np.asarray(s)) + m
         if not keepdim:
             out = np.squeeze(out, axis=dims)
         return out.astype(x.dtype)

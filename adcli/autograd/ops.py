@@ -3033,6 +3033,8 @@ def inplace_on_view(
         for saved in outputs:
             saved.counter, saved.version = base._vc, base._vc[0]
             saved.view_fn = view_fn
+            if saved.data is not None and saved.data.shape == view.data_.shape:
+                saved.data = view.data_  # the view's memory (`.data` writes show)
     # the view (sharing the base's version counter) re-derives its node now, as
     # PyTorch's rebase_history does (its other views when next read)
     view.grad_fn  # noqa: B018

@@ -1046,8 +1046,12 @@ def _adopt_node(t: Tensor, result: Tensor) -> None:
     if saved and isinstance(saved, tuple):
         for s in saved:
             if s is not None and getattr(s, "is_output", False):
+                # the output saved is t's own memory, as PyTorch's (a write through
+                # `.data`, which bumps no version, shows in the backward)
                 s.counter = t._vc
                 s.version = t._vc[0]
+                if s.data is not None and s.data.shape == t.data_.shape:
+                    s.data = t.data_
     if t._retains_grad:
         _register_retain(t)
 
