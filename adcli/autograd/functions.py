@@ -21,7 +21,7 @@ import numpy as np
 
 from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad, softmax64
 from .node import FREED_MESSAGE, Function, SavedTensorError
-from .storage import converted
+from .storage import converted, iterator_result
 from .summation import nll_cascade_sum, torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero, is_efficient_zero
 
@@ -38,6 +38,11 @@ def _d(t: Tensor | float, dt: np.dtype) -> np.ndarray:
         return np.asarray(t, dt)
     a = t.data_
     return a if a.dtype == dt else a.astype(dt)
+
+
+def _operand(t: Tensor | float) -> np.ndarray:
+    """An operand's array for `iterator_result` (a number: a 0-d array)."""
+    return t.data_ if isinstance(t, Tensor) else np.asarray(t)
 
 
 def _c_order(x: np.ndarray) -> np.ndarray:
@@ -3268,7 +3273,10 @@ class Where(Function):
     def forward(ctx, a, b, cond, dtype, kept=()):
         _keep(ctx, cond, kept=kept)
         ctx.cond = cond
-        return np.where(cond, _d(a, dtype), _d(b, dtype))
+        out = np.where(cond, _d(a, dtype), _d(b, dtype))
+        # laid out from the condition's strides first, then a's and b's (PyTorch's
+        # operand order, which Function.elementwise cannot name: cond is no input)
+        return iterator_result(out, (cond, _operand(a), _operand(b)))
 
     def backward(ctx, g):
         _check_kept(ctx)
@@ -4603,6 +4611,26 @@ class Atan2(Function):
 def _all_functions() -> dict[str, type[Function]]:
     """Every registered operation row, by class name (for tests and docs)."""
     return dict(Function.registry)
+
+
+# TensorIterator's elementwise ops (see Function.elementwise): where each finds its
+# operands among its inputs, in PyTorch's operand order. Backward kernels count too:
+# threshold_backward and leaky_relu_backward take self before the gradient.
+_UNARY = (Neg, Reciprocal, Exp, Log, Log1p, Sqrt, Abs, Sin, Cos, Tan, Tanh, Sigmoid, Relu)
+_UNARY += (LeakyRelu, Softplus, Gelu, Elu, Silu, Hardtanh, Clamp, Sign, Sgn, Floor, Ceil)
+_UNARY += (Round, RoundDecimals, Pow, DivScalar, MulScalar, AddScalar)
+_BINARY = (Add, Sub, Rsub, Mul, Div, DivRounding, Remainder, RemainderTensor, PowTensor)
+_BINARY += (Maximum, Minimum, Atan2, PreluKernel, TanhBackward, SigmoidBackward)
+_BINARY += (GeluBackward, EluBackward, SoftplusBackward, HardtanhBackward)
+for _row in _UNARY:
+    _row.elementwise = (0,)
+for _row in _BINARY:
+    _row.elementwise = (0, 1)
+for _row in (ThresholdBackward, LeakyReluBackward):
+    _row.elementwise = (1, 0)
+ClampTensor.elementwise = (0, 1, 2)
+# pow(number, tensor) allocates its result contiguous, whatever the exponent's layout
+PowScalarBase.contiguous_result = True
 
 
 __all__ = [name for name, v in globals().items() if isinstance(v, type) and issubclass(v, Function)]

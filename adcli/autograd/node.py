@@ -17,9 +17,12 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
+import numpy as np
+
 from . import grad_mode
 from .config import config as _config
 from .dtypes import of_array
+from .storage import iterator_result
 
 # tensor.Tensor, bound by tensor.py once the class exists (tensor.py imports this module).
 Tensor: Any = None
@@ -344,6 +347,10 @@ class Function(Node):
     # PyTorch allocates this op's result contiguous whatever its input's layout (a
     # reduction, repeat, cumsum): NumPy's may follow the input's, so apply copies it
     contiguous_result: ClassVar[bool] = False
+    # an elementwise op (TensorIterator's): the positions of its operands among the
+    # inputs, in PyTorch's operand order (a number there is a wrapped 0-d operand);
+    # apply lays the result out as PyTorch does from their strides
+    elementwise: ClassVar[tuple[int, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -445,6 +452,8 @@ class Function(Node):
             data = cls.forward(ctx, *inputs, **params)
             if cls.contiguous_result:
                 data = _contiguous(data, cls.multi_output)
+            elif cls.elementwise:
+                data = _iterator_layout(data, inputs, cls.elementwise)
             if not cls.multi_output:
                 out = Tensor._make(data)
             else:
@@ -456,6 +465,8 @@ class Function(Node):
         data = cls.forward(ctx, *inputs, **params)
         if cls.contiguous_result:
             data = _contiguous(data, cls.multi_output)
+        elif cls.elementwise:
+            data = _iterator_layout(data, inputs, cls.elementwise)
         if not cls.multi_output and data.dtype.kind not in "fc" and not (cls.any_dtype or in_place):
             _check_differentiable(data, inputs, needs)
         # One pass over the inputs for the edges and the (shape, dtype) metas.  Both
@@ -524,6 +535,22 @@ class Function(Node):
         if fw_hook is not None:
             fw_hook(ctx, inputs, outs)
         return outs
+
+
+_NUMBER = np.empty(())  # a Python-number operand: PyTorch wraps it in a 0-d tensor
+
+
+def _iterator_layout(data: Any, inputs: tuple[Any, ...], where: tuple[int, ...]) -> Any:
+    """An elementwise result in PyTorch's layout for its operands (`where`: their
+    positions among the inputs; None, an absent optional operand, is left out)."""
+    operands = []
+    for i in where:
+        t = inputs[i]
+        if isinstance(t, Tensor):
+            operands.append(t.data_)
+        elif t is not None:
+            operands.append(_NUMBER)
+    return iterator_result(data, operands)
 
 
 def _contiguous(data: Any, multi: bool) -> Any:

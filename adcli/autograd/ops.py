@@ -30,7 +30,14 @@ from .config import config as _config
 from .dtypes import DType
 from .generator import pick as _pick_generator
 from .node import dtype_refusal, recording_in_place, short_name
-from .storage import converted, dense_order, element_positions, flat_storage
+from .storage import (
+    converted,
+    dense_order,
+    element_positions,
+    flat_storage,
+    iterator_result,
+    torch_strides,
+)
 from .tensor import (
     Tensor,
     ZeroCounter,
@@ -856,9 +863,9 @@ def _compare(kind: str, a: Any, b: Any) -> Tensor:
     ta, tb, dt = _binary(a, b)
     # (no copy when the dtype is already right: astype's copy of an expanded operand
     # has a scrambled layout, which the result would inherit)
-    return Tensor._make(
-        _CMP[kind](ta.data_.astype(dt, copy=False), tb.data_.astype(dt, copy=False))
-    )
+    x, y = ta.data_, tb.data_
+    out = _CMP[kind](x.astype(dt, copy=False), y.astype(dt, copy=False))
+    return Tensor._make(iterator_result(out, (x, y)))
 
 
 def bitwise(kind: str, a: Any, b: Any) -> Tensor:
@@ -868,21 +875,29 @@ def bitwise(kind: str, a: Any, b: Any) -> Tensor:
         name = dtypes.of_array(np.empty(0, dt)).legacy.removesuffix("Tensor")
         raise NotImplementedError(f"\"bitwise_{kind}_cpu\" not implemented for '{name}'")
     f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
-    return Tensor._make(f(ta.data_.astype(dt, copy=False), tb.data_.astype(dt, copy=False)))
+    x, y = ta.data_, tb.data_
+    return Tensor._make(
+        iterator_result(f(x.astype(dt, copy=False), y.astype(dt, copy=False)), (x, y))
+    )
 
 
 def logical_not(a: Tensor) -> Tensor:
     """not a (bool result: True where a is zero)"""
-    return Tensor._make(np.logical_not(a.data_))
+    return _unary_result(np.logical_not, a)
 
 
 def bitwise_not(a: Tensor) -> Tensor:
     """~a: logical not of bools, bitwise not of integers"""
     if a.data_.dtype == np.bool_:
-        return Tensor._make(np.logical_not(a.data_))
+        return _unary_result(np.logical_not, a)
     if a.data_.dtype.kind in "iu":
-        return Tensor._make(np.invert(a.data_))
+        return _unary_result(np.invert, a)
     raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+
+
+def _unary_result(fn: Any, a: Tensor) -> Tensor:
+    """fn(a) for a NumPy ufunc `fn`, laid out as PyTorch's unary kernels lay it out."""
+    return Tensor._make(iterator_result(fn(a.data_), (a.data_,)))
 
 
 def eq(a: Any, b: Any) -> Tensor:
@@ -939,17 +954,17 @@ def allclose(
 
 def isnan(a: Tensor) -> Tensor:
     """NaN mask"""
-    return Tensor._make(np.isnan(a.data_))
+    return _unary_result(np.isnan, a)
 
 
 def isinf(a: Tensor) -> Tensor:
     """infinity mask"""
-    return Tensor._make(np.isinf(a.data_))
+    return _unary_result(np.isinf, a)
 
 
 def isfinite(a: Tensor) -> Tensor:
     """finite mask"""
-    return Tensor._make(np.isfinite(a.data_))
+    return _unary_result(np.isfinite, a)
 
 
 def all(a: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -1661,12 +1676,6 @@ def reshaped(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     if want is None or out.strides == want:
         return out
     return np.lib.stride_tricks.as_strided(x, shape, want, writeable=x.flags.writeable)
-
-
-def torch_strides(x: np.ndarray) -> tuple[int, ...]:
-    """`x`'s strides in elements as PyTorch has them: NumPy's, which adcli keeps equal
-    to PyTorch's (size-1 dims, views of expanded dims, empty arrays: see Tensor._make)."""
-    return _strides(x)
 
 
 def expand_strides(

@@ -8,7 +8,7 @@ finds that order, and where elements of one array sit in another.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -19,7 +19,10 @@ __all__ = [
     "element_positions",
     "empty_like_iterator",
     "flat_storage",
+    "iterator_order",
+    "iterator_result",
     "iterator_sort",
+    "torch_strides",
 ]
 
 _T = TypeVar("_T")
@@ -41,22 +44,42 @@ def iterator_sort(items: list[_T], should_swap: Callable[[_T, _T], int]) -> None
                 break
 
 
-def dense_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
-    """The dims, slowest first, of the dense layout PyTorch gives a result shaped and
-    strided so (infer_dense_strides): by stride, stride-0 dims staying where they are,
-    equal strides putting the smaller size inner."""
+def iterator_order(shape: tuple[int, ...], strides: Sequence[Sequence[int]]) -> list[int]:
+    """The dims, slowest first, TensorIterator orders an op's result by
+    (reorder_dimensions): each operand's strides (broadcast dims 0) in turn decide a
+    pair of dims, a 0 stride passing the decision on to the next operand, equal strides
+    putting the smaller size inner; a pair no operand decides keeps its order."""
+    operands = range(len(strides))
 
     def should_swap(d0: int, d1: int) -> int:
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
+        for k in operands:
+            st = strides[k]
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
 
     perm = list(range(len(shape) - 1, -1, -1))
     iterator_sort(perm, should_swap)
     return perm[::-1]
+
+
+def dense_order(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
+    """The dims, slowest first, of the dense layout PyTorch gives a result shaped and
+    strided so (infer_dense_strides): by stride, stride-0 dims staying where they are,
+    equal strides putting the smaller size inner."""
+    return iterator_order(shape, (strides,))
+
+
+def torch_strides(x: np.ndarray) -> tuple[int, ...]:
+    """`x`'s strides in elements as PyTorch has them: NumPy's, which adcli keeps equal
+    to PyTorch's (size-1 dims, views of expanded dims, empty arrays: see Tensor._make)."""
+    size = x.itemsize
+    return tuple(st // size for st in x.strides)
 
 
 def flat_storage(arr: np.ndarray) -> np.ndarray | None:
@@ -131,3 +154,87 @@ def converted(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     out = np.empty_like(empty_like_iterator(x), dtype=dtype)
     np.copyto(out, x, casting="unsafe")
     return out
+
+
+def _dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: the dims of size 2 or more, by stride,
+    tile one block."""
+    expect = 1
+    for d in sorted([d for d in range(len(shape)) if shape[d] > 1], key=strides.__getitem__):
+        if strides[d] != expect:
+            return False
+        expect *= shape[d]
+    return True
+
+
+def _channels_last(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """PyTorch's is_contiguous(memory_format=torch.channels_last), for 4 dims."""
+    expect = 1
+    for d in (1, 3, 2, 0):
+        if shape[d] != 1:
+            if strides[d] != expect:
+                return False
+            expect *= shape[d]
+    return True
+
+
+def _result_strides(
+    shape: tuple[int, ...], operands: Sequence[np.ndarray]
+) -> tuple[list[int], tuple[int, ...] | None]:
+    """The dims, slowest first, and strides of an elementwise result as PyTorch's
+    TensorIterator allocates it (None: contiguous)."""
+    n = len(shape)
+    strides = [torch_strides(x) for x in operands]
+    if all(x.shape == shape for x in operands):  # its fast set-up
+        if all(x.flags.c_contiguous for x in operands):
+            return list(range(n)), None
+        if n == 4 and all(_channels_last(shape, st) for st in strides):
+            c = shape[1]
+            w = c * shape[3]
+            return [0, 2, 3, 1], (w * shape[2], 1, w, c)
+        first = strides[0]
+        if all(st == first for st in strides) and _dense(shape, first):
+            return dense_order(shape, first), first
+    wide = []
+    for x, st in zip(operands, strides, strict=True):
+        lead = n - x.ndim
+        wide.append(
+            (0,) * lead
+            + tuple(0 if x.shape[i] == 1 and shape[lead + i] != 1 else st[i] for i in range(x.ndim))
+        )
+    perm = iterator_order(shape, wide)
+    if perm == list(range(n)):
+        return perm, None
+    out = [0] * n
+    step = 1
+    for d in reversed(perm):
+        out[d] = step
+        step *= shape[d]
+    return perm, tuple(out)
+
+
+def iterator_result(out: np.ndarray, operands: Sequence[np.ndarray]) -> np.ndarray:
+    """`out`, an elementwise op's result computed by NumPy from `operands` (the op's
+    inputs in PyTorch's operand order, a number as a 0-d array), in the layout PyTorch's
+    TensorIterator gives it: contiguous when every operand is, else by the operands'
+    strides (see `iterator_order`). A copy only when NumPy's layout differs."""
+    if out.ndim < 2 or out.size == 0:
+        return out if out.flags.c_contiguous else out.copy(order="C")
+    shape = out.shape
+    if all(x.flags.c_contiguous for x in operands) and (
+        all(x.shape == shape for x in operands) or all(1 not in x.shape for x in operands)
+    ):
+        # contiguous operands: so is the result (a size-1 dim's stride, which can be
+        # anything in a contiguous tensor, can order a broadcast result otherwise)
+        return out if out.flags.c_contiguous else out.copy(order="C")
+    perm, strides = _result_strides(shape, operands)
+    if strides is None:
+        return out if out.flags.c_contiguous else out.copy(order="C")
+    if torch_strides(out) == strides:
+        return out
+    item = out.dtype.itemsize
+    buf = np.lib.stride_tricks.as_strided(
+        np.empty(out.size, out.dtype), out.shape, tuple(s * item for s in strides)
+    )
+    buf[...] = out
+    return buf
