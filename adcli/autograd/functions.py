@@ -3276,7 +3276,7 @@ class Where(Function):
         out = np.where(cond, _d(a, dtype), _d(b, dtype))
         # laid out from the condition's strides first, then a's and b's (PyTorch's
         # operand order, which Function.elementwise cannot name: cond is no input)
-        return iterator_result(out, (cond, _operand(a), _operand(b)))
+        return iterator_result(out, (cond, _operand(a), _operand(b)), dtype)
 
     def backward(ctx, g):
         _check_kept(ctx)
@@ -4614,12 +4614,14 @@ def _all_functions() -> dict[str, type[Function]]:
 
 
 # TensorIterator's elementwise ops (see Function.elementwise): where each finds its
-# operands among its inputs, in PyTorch's operand order. Backward kernels count too:
+# operands among its inputs, in PyTorch's operand order (a number given as a keyword
+# parameter, as rsub's, is left out: it could only reorder size-1 dims' strides).
+# Backward kernels count too:
 # threshold_backward and leaky_relu_backward take self before the gradient.
 _UNARY = (Neg, Reciprocal, Exp, Log, Log1p, Sqrt, Abs, Sin, Cos, Tan, Tanh, Sigmoid, Relu)
 _UNARY += (LeakyRelu, Softplus, Gelu, Elu, Silu, Hardtanh, Clamp, Sign, Sgn, Floor, Ceil)
-_UNARY += (Round, RoundDecimals, Pow, DivScalar, MulScalar, AddScalar)
-_BINARY = (Add, Sub, Rsub, Mul, Div, DivRounding, Remainder, RemainderTensor, PowTensor)
+_UNARY += (Round, RoundDecimals, Pow, DivScalar, MulScalar, AddScalar, Rsub, Remainder)
+_BINARY = (Add, Sub, Mul, Div, DivRounding, RemainderTensor, PowTensor)
 _BINARY += (Maximum, Minimum, Atan2, PreluKernel, TanhBackward, SigmoidBackward)
 _BINARY += (GeluBackward, EluBackward, SoftplusBackward, HardtanhBackward)
 for _row in _UNARY:

@@ -453,7 +453,7 @@ class Function(Node):
             if cls.contiguous_result:
                 data = _contiguous(data, cls.multi_output)
             elif cls.elementwise:
-                data = _iterator_layout(data, inputs, cls.elementwise)
+                data = _iterator_layout(data, inputs, cls.elementwise, params)
             if not cls.multi_output:
                 out = Tensor._make(data)
             else:
@@ -466,7 +466,7 @@ class Function(Node):
         if cls.contiguous_result:
             data = _contiguous(data, cls.multi_output)
         elif cls.elementwise:
-            data = _iterator_layout(data, inputs, cls.elementwise)
+            data = _iterator_layout(data, inputs, cls.elementwise, params)
         if not cls.multi_output and data.dtype.kind not in "fc" and not (cls.any_dtype or in_place):
             _check_differentiable(data, inputs, needs)
         # One pass over the inputs for the edges and the (shape, dtype) metas.  Both
@@ -540,9 +540,12 @@ class Function(Node):
 _NUMBER = np.empty(())  # a Python-number operand: PyTorch wraps it in a 0-d tensor
 
 
-def _iterator_layout(data: Any, inputs: tuple[Any, ...], where: tuple[int, ...]) -> Any:
+def _iterator_layout(
+    data: Any, inputs: tuple[Any, ...], where: tuple[int, ...], params: dict[str, Any]
+) -> Any:
     """An elementwise result in PyTorch's layout for its operands (`where`: their
-    positions among the inputs; None, an absent optional operand, is left out)."""
+    positions among the inputs; None, an absent optional operand, is left out; the
+    `dtype` parameter, where the row has one, is the dtype they are converted to)."""
     operands = []
     for i in where:
         t = inputs[i]
@@ -550,7 +553,7 @@ def _iterator_layout(data: Any, inputs: tuple[Any, ...], where: tuple[int, ...])
             operands.append(t.data_)
         elif t is not None:
             operands.append(_NUMBER)
-    return iterator_result(data, operands)
+    return iterator_result(data, operands, params.get("dtype"))
 
 
 def _contiguous(data: Any, multi: bool) -> Any:

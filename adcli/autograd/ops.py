@@ -865,7 +865,7 @@ def _compare(kind: str, a: Any, b: Any) -> Tensor:
     # has a scrambled layout, which the result would inherit)
     x, y = ta.data_, tb.data_
     out = _CMP[kind](x.astype(dt, copy=False), y.astype(dt, copy=False))
-    return Tensor._make(iterator_result(out, (x, y)))
+    return Tensor._make(iterator_result(out, (x, y), dt))
 
 
 def bitwise(kind: str, a: Any, b: Any) -> Tensor:
@@ -877,7 +877,7 @@ def bitwise(kind: str, a: Any, b: Any) -> Tensor:
     f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
     x, y = ta.data_, tb.data_
     return Tensor._make(
-        iterator_result(f(x.astype(dt, copy=False), y.astype(dt, copy=False)), (x, y))
+        iterator_result(f(x.astype(dt, copy=False), y.astype(dt, copy=False)), (x, y), dt)
     )
 
 

@@ -213,11 +213,15 @@ def _result_strides(
     return perm, tuple(out)
 
 
-def iterator_result(out: np.ndarray, operands: Sequence[np.ndarray]) -> np.ndarray:
+def iterator_result(
+    out: np.ndarray, operands: Sequence[np.ndarray], common: np.dtype | None = None
+) -> np.ndarray:
     """`out`, an elementwise op's result computed by NumPy from `operands` (the op's
     inputs in PyTorch's operand order, a number as a 0-d array), in the layout PyTorch's
     TensorIterator gives it: contiguous when every operand is, else by the operands'
-    strides (see `iterator_order`). A copy only when NumPy's layout differs."""
+    strides (see `iterator_order`), an operand not of the `common` dtype the op computes
+    in counting as converted first (as PyTorch's CPU kernels convert it, with `to`). A
+    copy only when NumPy's layout differs."""
     if out.ndim < 2 or out.size == 0:
         return out if out.flags.c_contiguous else out.copy(order="C")
     shape = out.shape
@@ -227,6 +231,10 @@ def iterator_result(out: np.ndarray, operands: Sequence[np.ndarray]) -> np.ndarr
         # contiguous operands: so is the result (a size-1 dim's stride, which can be
         # anything in a contiguous tensor, can order a broadcast result otherwise)
         return out if out.flags.c_contiguous else out.copy(order="C")
+    if common is not None:
+        operands = [
+            x if x.dtype == common or x.ndim == 0 else empty_like_iterator(x) for x in operands
+        ]
     perm, strides = _result_strides(shape, operands)
     if strides is None:
         return out if out.flags.c_contiguous else out.copy(order="C")
