@@ -547,12 +547,18 @@ def _iterator_layout(
     positions among the inputs; None, an absent optional operand, is left out; the
     `dtype` parameter, where the row has one, is the dtype they are converted to)."""
     operands = []
+    plain = data.flags.c_contiguous  # the common case: contiguous operands of one shape
     for i in where:
         t = inputs[i]
-        if isinstance(t, Tensor):
-            operands.append(t.data_)
+        if type(t) is Tensor or isinstance(t, Tensor):
+            x = t.data_
+            operands.append(x)
+            plain = plain and x.shape == data.shape and x.flags.c_contiguous
         elif t is not None:
             operands.append(_NUMBER)
+            plain = False
+    if plain:
+        return data
     return iterator_result(data, operands, params.get("dtype"))
 
 
