@@ -3650,6 +3650,7 @@ class ClampMinTensor(ClampTensor):
     """max(a, lo) with a tensor bound (which gets a gradient too)"""
 
     grad_fn_name = "ClampMinBackward1"
+    elementwise = (0, 1)  # (two inputs: the tensor and its bound)
     low = True
 
     def forward(ctx, a, bound, dtype):
