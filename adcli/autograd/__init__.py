@@ -15,6 +15,8 @@ them all here means importing any part of the package wires the whole core.
 from . import (
     batched,
     einsum,
+    conv,
+    convops,
     engine,
     forward_ad,
     functions,
@@ -30,6 +32,8 @@ from . import (
 __all__ = [
     "batched",
     "einsum",
+    "conv",
+    "convops",
     "engine",
     "forward_ad",
     "functions",
