@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd import ops
-from . import activation, containers, init, layers, loss, stateless, utils
+from ..autograd import convops, pooling
+from . import activation, containers, conv, init, layers, loss, stateless, utils
 from .module import Module
 from .parameter import Parameter
 
@@ -30,6 +31,10 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
     layers.Flatten,
     layers.Unflatten,
     layers.Dropout,
+    conv.Conv1d,
+    conv.Conv2d,
+    conv.MaxPool2d,
+    conv.AvgPool2d,
     activation.ReLU,
     activation.LeakyReLU,
     activation.PReLU,
@@ -60,6 +65,14 @@ for _cls in MODULE_CLASSES:
 FUNCTIONAL_NAMES = (
     "gelu elu silu hardtanh binary_cross_entropy_with_logits embedding bilinear dropout"
 ).split()
+
+# Convolution and pooling (adcli/autograd/convops.py, pooling.py).
+_CONV_FUNCTIONAL: dict[str, Any] = {
+    "conv1d": convops.conv1d,
+    "conv2d": convops.conv2d,
+    "max_pool2d": pooling.max_pool2d,
+    "avg_pool2d": pooling.avg_pool2d,
+}
 
 INIT_NAMES = (
     "uniform_ normal_ constant_ ones_ zeros_ eye_ xavier_uniform_ xavier_normal_ "
@@ -145,7 +158,15 @@ def tables() -> dict[str, dict[str, Any]]:
             "vector_to_parameters": utils.vector_to_parameters,
         },
         "torch.nn.parameter": {"Parameter": Parameter},
-        "torch.nn.functional": {name: getattr(ops, name) for name in FUNCTIONAL_NAMES},
+        "torch.nn.functional": {
+            **{name: getattr(ops, name) for name in FUNCTIONAL_NAMES},
+            **_CONV_FUNCTIONAL,
+        },
+        "torch": {
+            "conv1d": convops.conv1d,
+            "conv2d": convops.conv2d,
+            "max_pool2d": pooling.max_pool2d_torch,
+        },
         "torch.func": {"functional_call": stateless.functional_call},
     }
 
