@@ -207,8 +207,8 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
             "adcli does not support numpy.fft: its numpy subset is numpy, numpy.random and numpy.linalg",
         ),
         (
-            "import torch\ntorch.nn.Conv2d(1, 2, 3)\n",
-            "AttributeError: adcli does not support torch.nn.Conv2d: convolution layers are not available in adcli: use torch.nn.Linear",
+            "import torch\ntorch.nn.Conv3d(1, 2, 3)\n",
+            "AttributeError: adcli does not support torch.nn.Conv3d: adcli has 1-d and 2-d convolutions only",
         ),
         (
             "import torch.nn as nn\nnn.LSTM\n",

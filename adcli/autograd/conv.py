@@ -163,8 +163,9 @@ class Convolution(Function):
 
 
 class ConvInputAdjoint(Function):
-    """The input's gradient of a convolution, from the output's gradient and the
-    weight (what PyTorch's ConvolutionBackwardBackward0 differentiates)."""
+    """a convolution's input gradient, from the output's gradient and the weight
+
+    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0)"""
 
     grad_fn_name = "ConvolutionBackwardBackward0"
 
@@ -184,8 +185,9 @@ class ConvInputAdjoint(Function):
 
 
 class ConvWeightAdjoint(Function):
-    """The weight's gradient of a convolution, from the input and the output's
-    gradient (what PyTorch's ConvolutionBackwardBackward0 differentiates)."""
+    """a convolution's weight gradient, from the input and the output's gradient
+
+    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0)"""
 
     grad_fn_name = "ConvolutionBackwardBackward0"
 

@@ -273,8 +273,7 @@ class AvgPool2d(Function):
 
 
 class AvgPool2dAdjoint(Function):
-    """average pooling's input gradient: each output's gradient over its divisor,
-    added to every element of its window"""
+    """average pooling's input gradient: each output's share added over its window"""
 
     grad_fn_name = "AvgPool2DBackwardBackward0"
 

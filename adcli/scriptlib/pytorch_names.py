@@ -461,8 +461,14 @@ PYTORCH_NAMES: dict[str, frozenset[str]] = {
     ),
 }
 
-_NO_CONV = "convolution layers are not available in adcli: use torch.nn.Linear on flattened inputs"
-_NO_POOL = "pooling layers are not available in adcli: use tensor.max(dim) or tensor.mean(dim)"
+_NO_CONV = (
+    "adcli has 1-d and 2-d convolutions only: torch.nn.Conv1d, torch.nn.Conv2d, "
+    "F.conv1d and F.conv2d"
+)
+_NO_POOL = (
+    "adcli has 2-d max and average pooling only: torch.nn.MaxPool2d, torch.nn.AvgPool2d, "
+    "F.max_pool2d and F.avg_pool2d"
+)
 _NO_NORM = "normalisation layers are not available in adcli: normalise with mean() and std()"
 _NO_RNN = (
     "recurrent layers are not available in adcli: write the recurrence with torch.nn.Linear "
@@ -488,11 +494,11 @@ ALTERNATIVES: dict[str, str] = {
     "torch.optim.lr_scheduler": "change optimizer.param_groups' learning rate by hand instead",
 }
 for _module, _names, _hint in (
-    ("torch.nn", "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d", _NO_CONV),
-    ("torch.nn.functional", "conv1d conv2d conv3d conv_transpose1d conv_transpose2d", _NO_CONV),
-    ("torch", "conv1d conv2d conv3d", _NO_CONV),
-    ("torch.nn", "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AdaptiveAvgPool2d", _NO_POOL),
-    ("torch.nn.functional", "max_pool1d max_pool2d avg_pool1d avg_pool2d", _NO_POOL),
+    ("torch.nn", "Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d", _NO_CONV),
+    ("torch.nn.functional", "conv3d conv_transpose1d conv_transpose2d", _NO_CONV),
+    ("torch", "conv3d", _NO_CONV),
+    ("torch.nn", "MaxPool1d MaxPool3d AvgPool1d AdaptiveAvgPool2d", _NO_POOL),
+    ("torch.nn.functional", "max_pool1d avg_pool1d", _NO_POOL),
     ("torch.nn", "BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm", _NO_NORM),
     ("torch.nn.functional", "batch_norm layer_norm group_norm", _NO_NORM),
     ("torch.nn", "RNN LSTM GRU RNNCell LSTMCell GRUCell", _NO_RNN),
