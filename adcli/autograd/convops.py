@@ -126,9 +126,7 @@ def _conv(
             "than actual input size"
         )
     if weight.data_.dtype != x.data_.dtype:
-        raise RuntimeError(
-            f"expected scalar type {_dtype_name(x)} but found {_dtype_name(weight)}"
-        )
+        raise RuntimeError(f"expected scalar type {_dtype_name(x)} but found {_dtype_name(weight)}")
     if bias is not None and bias.data_.dtype != x.data_.dtype:
         raise RuntimeError(
             f"Input type ({dtypes.CPP_TYPE_NAMES[x.dtype.name]}) and bias type "

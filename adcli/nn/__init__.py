@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd import ops
-from ..autograd import convops, pooling
+from ..autograd import convops, ops, pooling
 from . import activation, containers, conv, init, layers, loss, stateless, utils
 from .module import Module
 from .parameter import Parameter
