@@ -156,8 +156,9 @@ class Convolution(Function):
         x, w = ctx.saved_tensors
         geo = ctx.geo
         need_x, need_w, need_b = ctx.needs_input_grad
-        gx = ConvInputAdjoint.apply(g, w, geo=geo, shape=x.data_.shape) if need_x else None
-        gw = ConvWeightAdjoint.apply(x, g, geo=geo, shape=w.data_.shape) if need_w else None
+        # PyTorch's convolution_backward node takes (grad_output, input, weight)
+        gx = ConvInputAdjoint.apply(g, x, w, geo=geo) if need_x else None
+        gw = ConvWeightAdjoint.apply(g, x, w, geo=geo) if need_w else None
         gb = ops.sum_dims(g, tuple([0, *range(2, g.data_.ndim)]), False) if need_b else None
         return gx, gw, gb
 
@@ -165,45 +166,49 @@ class Convolution(Function):
 class ConvInputAdjoint(Function):
     """a convolution's input gradient, from the output's gradient and the weight
 
-    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0)"""
+    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0: its
+    inputs are the output's gradient, the input, only for its shape, and the weight)"""
 
     grad_fn_name = "ConvolutionBackwardBackward0"
 
-    def forward(ctx, gy, w, geo, shape):
+    def forward(ctx, gy, x, w, geo):
         ctx.geo = geo
         ctx.save(gy, w)
+        shape = x.data_.shape
         s4 = shape if geo.spatial == 2 else (shape[0], shape[1], 1, shape[2])
         return _from4(_conv_input_adjoint(_to4(gy.data_, geo), _to4(w.data_, geo), s4, geo), geo)
 
     def backward(ctx, h):
         gy, w = ctx.saved_tensors
-        need_g, need_w = ctx.needs_input_grad
+        need_g, _, need_w = ctx.needs_input_grad
         geo = ctx.geo
         dg = Convolution.apply(h, w, None, geo=geo) if need_g else None
-        dw = ConvWeightAdjoint.apply(h, gy, geo=geo, shape=w.data_.shape) if need_w else None
-        return dg, dw
+        dw = ConvWeightAdjoint.apply(gy, h, w, geo=geo) if need_w else None
+        return dg, None, dw
 
 
 class ConvWeightAdjoint(Function):
     """a convolution's weight gradient, from the input and the output's gradient
 
-    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0)"""
+    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0: its
+    inputs are the output's gradient, the input, and the weight, only for its shape)"""
 
     grad_fn_name = "ConvolutionBackwardBackward0"
 
-    def forward(ctx, x, gy, geo, shape):
+    def forward(ctx, gy, x, w, geo):
         ctx.geo = geo
-        ctx.save(x, gy)
+        ctx.save(gy, x)
+        shape = w.data_.shape
         s4 = shape if geo.spatial == 2 else (shape[0], shape[1], 1, shape[2])
         return _from4(_conv_weight_adjoint(_to4(x.data_, geo), _to4(gy.data_, geo), s4, geo), geo)
 
     def backward(ctx, k):
-        x, gy = ctx.saved_tensors
-        need_x, need_g = ctx.needs_input_grad
+        gy, x = ctx.saved_tensors
+        need_g, need_x, _ = ctx.needs_input_grad
         geo = ctx.geo
-        dx = ConvInputAdjoint.apply(gy, k, geo=geo, shape=x.data_.shape) if need_x else None
         dg = Convolution.apply(x, k, None, geo=geo) if need_g else None
-        return dx, dg
+        dx = ConvInputAdjoint.apply(gy, x, k, geo=geo) if need_x else None
+        return dg, dx, None
 
 
 def convolution(x: Tensor, w: Tensor, b: Tensor | None, geo: Geometry) -> Tensor:

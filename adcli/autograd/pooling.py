@@ -97,12 +97,14 @@ def _layout(
         raise RuntimeError("divisor must be not zero")
     shape = x.data_.shape
     nd = len(shape)
-    if nd < 3:
+    # PyTorch reads size(-3) first: avg_pool2d of any smaller input fails there, and
+    # max_pool2d of a 1-d one (a 2-d one reaches the rank check below)
+    if nd < (2 if fn == "max_pool2d" else 3):
         raise IndexError(
             f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, "
             f"{max(nd, 1) - 1}], but got -3)"
         )
-    h, w = shape[-2:]
+    h, w = shape[-2:] if nd >= 2 else (0, 0)
     for i in range(2):
         if s[i] == 0:
             raise RuntimeError("stride should not be zero")
@@ -185,6 +187,12 @@ def _argmax(x: np.ndarray, pool: Pool) -> np.ndarray:
     return (row * w + col).astype(np.int64)
 
 
+def _zeros_of(ctx: Function) -> Tensor:
+    """zeros_like(self): PyTorch's gradient for the input of a pooling's backward."""
+    (a,) = ctx.saved_tensors
+    return Tensor._make(np.zeros(a.data_.shape, a.data_.dtype))
+
+
 class MaxPool2d(Function):
     """the largest element of each window (PyTorch's max_pool2d_with_indices)"""
 
@@ -200,8 +208,8 @@ class MaxPool2d(Function):
         return np.ascontiguousarray(out.reshape(idx.shape))
 
     def backward(ctx, g):
-        ctx.saved_tensors  # noqa: B018 (PyTorch saves self: the version check)
-        return (MaxPool2dAdjoint.apply(g, index=ctx.index, shape=ctx.shape),)
+        (a,) = ctx.saved_tensors
+        return (MaxPool2dAdjoint.apply(g, a, index=ctx.index),)
 
 
 class MaxPool2dAdjoint(Function):
@@ -209,8 +217,11 @@ class MaxPool2dAdjoint(Function):
 
     grad_fn_name = "MaxPool2DWithIndicesBackwardBackward0"
 
-    def forward(ctx, g, index, shape):
+    def forward(ctx, g, a, index):
+        # `a`, the pooled input, is an operand as in PyTorch (its gradient is zero)
         ctx.index = index
+        ctx.save(a)
+        shape = a.data_.shape
         lead = shape[:-2]
         n = math.prod(lead)
         out = np.zeros((n, shape[-2] * shape[-1]), g.data_.dtype)
@@ -224,7 +235,8 @@ class MaxPool2dAdjoint(Function):
         idx = ctx.index
         flat = ops.reshape(gg, (*gg.data_.shape[:-2], -1))
         picked = ops.gather(flat, -1, Tensor._make(idx.reshape(*idx.shape[:-2], -1)))
-        return (ops.reshape(picked, idx.shape),)
+        zero = _zeros_of(ctx) if ctx.needs_input_grad[1] else None
+        return ops.reshape(picked, idx.shape), zero
 
 
 def _divisors(
@@ -268,8 +280,8 @@ class AvgPool2d(Function):
         return np.where(total < 0, -q, q).astype(x.dtype)
 
     def backward(ctx, g):
-        ctx.saved_tensors  # noqa: B018 (the version check)
-        return (AvgPool2dAdjoint.apply(g, pool=ctx.pool, divisors=ctx.divisors, shape=ctx.shape),)
+        (a,) = ctx.saved_tensors
+        return (AvgPool2dAdjoint.apply(g, a, pool=ctx.pool, divisors=ctx.divisors),)
 
 
 class AvgPool2dAdjoint(Function):
@@ -277,8 +289,11 @@ class AvgPool2dAdjoint(Function):
 
     grad_fn_name = "AvgPool2DBackwardBackward0"
 
-    def forward(ctx, g, pool, divisors, shape):
+    def forward(ctx, g, a, pool, divisors):
+        # `a`, the pooled input, is an operand as in PyTorch (its gradient is zero)
         ctx.pool, ctx.divisors = pool, divisors
+        ctx.save(a)
+        shape = a.data_.shape
         dt = g.data_.dtype
         share = g.data_ / np.where(divisors == 0, 1, divisors).astype(dt)
         (ph, pw), h, w = pool.padding, shape[-2], shape[-1]
@@ -293,7 +308,8 @@ class AvgPool2dAdjoint(Function):
         return np.ascontiguousarray(frame[..., ph : ph + h, pw : pw + w])
 
     def backward(ctx, gg):
-        return (AvgPool2d.apply(gg, pool=ctx.pool, divisors=ctx.divisors),)
+        zero = _zeros_of(ctx) if ctx.needs_input_grad[1] else None
+        return AvgPool2d.apply(gg, pool=ctx.pool, divisors=ctx.divisors), zero
 
 
 def max_pool2d(
