@@ -162,6 +162,21 @@ class Convolution(Function):
         gb = ops.sum_dims(g, tuple([0, *range(2, g.data_.ndim)]), False) if need_b else None
         return gx, gw, gb
 
+    def jvp(ctx, ts, xs, r):
+        # bilinear: C(tx, w) + C(x, tw) + tb
+        (tx, tw, tb), (x, w, _) = ts, xs
+        out = None
+        for term in (
+            None if tx is None else Convolution.apply(tx, w, None, geo=ctx.geo),
+            None if tw is None else Convolution.apply(x, tw, None, geo=ctx.geo),
+        ):
+            if term is not None:
+                out = term if out is None else out + term
+        if tb is not None:
+            bias = ops.reshape(tb, (-1,) + (1,) * (r.data_.ndim - 2))
+            out = bias + ops.zeros_like(r) if out is None else out + bias
+        return out
+
 
 class ConvInputAdjoint(Function):
     """a convolution's input gradient, from the output's gradient and the weight
@@ -186,6 +201,12 @@ class ConvInputAdjoint(Function):
         dw = ConvWeightAdjoint.apply(gy, h, w, geo=geo) if need_w else None
         return dg, None, dw
 
+    def jvp(ctx, ts, xs, r):
+        (tg, _, tw), (gy, x, w) = ts, xs
+        a = None if tg is None else ConvInputAdjoint.apply(tg, x, w, geo=ctx.geo)
+        b = None if tw is None else ConvInputAdjoint.apply(gy, x, tw, geo=ctx.geo)
+        return b if a is None else (a if b is None else a + b)
+
 
 class ConvWeightAdjoint(Function):
     """a convolution's weight gradient, from the input and the output's gradient
@@ -209,6 +230,12 @@ class ConvWeightAdjoint(Function):
         dg = Convolution.apply(x, k, None, geo=geo) if need_g else None
         dx = ConvInputAdjoint.apply(gy, x, k, geo=geo) if need_x else None
         return dg, dx, None
+
+    def jvp(ctx, ts, xs, r):
+        (tg, tx, _), (gy, x, w) = ts, xs
+        a = None if tg is None else ConvWeightAdjoint.apply(tg, x, w, geo=ctx.geo)
+        b = None if tx is None else ConvWeightAdjoint.apply(gy, tx, w, geo=ctx.geo)
+        return b if a is None else (a if b is None else a + b)
 
 
 def convolution(x: Tensor, w: Tensor, b: Tensor | None, geo: Geometry) -> Tensor:

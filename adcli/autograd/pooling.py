@@ -211,6 +211,12 @@ class MaxPool2d(Function):
         (a,) = ctx.saved_tensors
         return (MaxPool2dAdjoint.apply(g, a, index=ctx.index),)
 
+    def jvp(ctx, ts, xs, r):
+        idx = ctx.index
+        flat = ops.reshape(ts[0], (*ts[0].data_.shape[:-2], -1))
+        picked = ops.gather(flat, -1, Tensor._make(idx.reshape(*idx.shape[:-2], -1)))
+        return ops.reshape(picked, idx.shape)
+
 
 class MaxPool2dAdjoint(Function):
     """max pooling's input gradient: each output's gradient added at its element"""
@@ -237,6 +243,11 @@ class MaxPool2dAdjoint(Function):
         picked = ops.gather(flat, -1, Tensor._make(idx.reshape(*idx.shape[:-2], -1)))
         zero = _zeros_of(ctx) if ctx.needs_input_grad[1] else None
         return ops.reshape(picked, idx.shape), zero
+
+    def jvp(ctx, ts, xs, r):
+        if ts[0] is None:
+            return None
+        return MaxPool2dAdjoint.apply(ts[0], xs[1], index=ctx.index)
 
 
 def _divisors(
@@ -283,6 +294,9 @@ class AvgPool2d(Function):
         (a,) = ctx.saved_tensors
         return (AvgPool2dAdjoint.apply(g, a, pool=ctx.pool, divisors=ctx.divisors),)
 
+    def jvp(ctx, ts, xs, r):
+        return AvgPool2d.apply(ts[0], pool=ctx.pool, divisors=ctx.divisors)
+
 
 class AvgPool2dAdjoint(Function):
     """average pooling's input gradient: each output's share added over its window"""
@@ -310,6 +324,11 @@ class AvgPool2dAdjoint(Function):
     def backward(ctx, gg):
         zero = _zeros_of(ctx) if ctx.needs_input_grad[1] else None
         return AvgPool2d.apply(gg, pool=ctx.pool, divisors=ctx.divisors), zero
+
+    def jvp(ctx, ts, xs, r):
+        if ts[0] is None:
+            return None
+        return AvgPool2dAdjoint.apply(ts[0], xs[1], pool=ctx.pool, divisors=ctx.divisors)
 
 
 def max_pool2d(
