@@ -159,7 +159,7 @@ class Convolution(Function):
         # PyTorch's convolution_backward node takes (grad_output, input, weight)
         gx = ConvInputAdjoint.apply(g, x, w, geo=geo) if need_x else None
         gw = ConvWeightAdjoint.apply(g, x, w, geo=geo) if need_w else None
-        gb = ops.sum_dims(g, tuple([0, *range(2, g.data_.ndim)]), False) if need_b else None
+        gb = ConvBiasGrad.apply(g, x, w) if need_b else None
         return gx, gw, gb
 
     def jvp(ctx, ts, xs, r):
@@ -236,6 +236,31 @@ class ConvWeightAdjoint(Function):
         a = None if tg is None else ConvWeightAdjoint.apply(tg, x, w, geo=ctx.geo)
         b = None if tx is None else ConvWeightAdjoint.apply(gy, tx, w, geo=ctx.geo)
         return b if a is None else (a if b is None else a + b)
+
+
+class ConvBiasGrad(Function):
+    """a convolution's bias gradient: the output's gradient summed per channel
+
+    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0: it is
+    recorded when the output's gradient, the input or the weight requires grad)"""
+
+    grad_fn_name = "ConvolutionBackwardBackward0"
+
+    def forward(ctx, gy, x, w):
+        ctx.shape = gy.data_.shape
+        d = gy.data_
+        return np.ascontiguousarray(
+            _wide(d).sum(axis=(0, *range(2, d.ndim))).astype(d.dtype, copy=False)
+        )
+
+    def backward(ctx, h):
+        shape = ctx.shape
+        spread = ops.reshape(h, (1, shape[1]) + (1,) * (len(shape) - 2))
+        return (ops.expand(spread, *shape) if ctx.needs_input_grad[0] else None), None, None
+
+    def jvp(ctx, ts, xs, r):
+        tg = ts[0]
+        return None if tg is None else ops.sum_dims(tg, (0, *range(2, tg.data_.ndim)), False)
 
 
 def convolution(x: Tensor, w: Tensor, b: Tensor | None, geo: Geometry) -> Tensor:

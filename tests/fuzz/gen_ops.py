@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .gen import DISCRETE, DYADIC, IEEE, MOVE, ORDER, TRANSC, Plan, kind_of
+from .gen_conv import conv_pool
 
 if TYPE_CHECKING:
     from .gen import Gen
@@ -1279,6 +1280,7 @@ FAMILIES = (
     (loss, 4),
     (tutorial, 6),
     (misc_ops, 4),
+    (conv_pool, 4),
 )
 
 
