@@ -259,3 +259,40 @@ def test_unbatched_graph_names() -> None:
         assert y.grad_fn.next_functions[0][0].name() == "ConvolutionBackward0"
         p = m.nn.functional.max_pool2d(x, 2)
         assert p.grad_fn.name() == "MaxPool2DWithIndicesBackward0"
+
+
+def _second_order(m: Any, f: Any, x: Any, w: Any, b: Any, tx: Any) -> list[Any]:
+    res: list[Any] = []
+    ax, aw, ab = _tensor(m, x, False), _tensor(m, w), _tensor(m, b)
+    (gb,) = m.autograd.grad(f.conv2d(ax, aw, ab, groups=2).sum(), ab, create_graph=True)
+    res += [gb.grad_fn.name(), gb]
+    ax = _tensor(m, x)
+    (gx,) = m.autograd.grad(f.conv2d(ax, m.tensor(w), groups=2).sum(), ax, create_graph=True)
+    res.append(_err(lambda _: m.autograd.grad((gx * gx).sum(), ax), m))
+    fw = m.autograd.forward_ad
+    with fw.dual_level():
+        dual = fw.make_dual(m.tensor(x), m.tensor(tx))
+        y = f.conv2d(dual, m.tensor(w), m.tensor(b), padding=1, groups=2)
+        y = f.max_pool2d(y, 2) + f.avg_pool2d(y, 3, 2, 1)
+        res.append(fw.unpack_dual(y).tangent)
+    for pool in (f.max_pool2d, f.avg_pool2d):
+        res.append(m.func.hessian(lambda t, p=pool: p(t * t * t, 2).sum())(m.tensor(x[0])))
+    image = m.tensor(x)
+    res.append(m.func.hessian(lambda k: (f.conv2d(image, k, groups=2) ** 2).sum())(m.tensor(w)))
+    return res
+
+
+def test_second_order_and_forward_mode() -> None:
+    """Bias gradients as nodes, an unused input's error, forward AD and Hessians."""
+    r = np.random.default_rng(11)
+    x, w = r.standard_normal((1, 2, 4, 4)), r.standard_normal((2, 1, 1, 3))
+    b, tx = r.standard_normal(2), r.standard_normal((1, 2, 4, 4))
+    (tn, *tv), (an, *av) = (
+        _second_order(m, f, x, w, b, tx) for m, f in ((torch, TORCH_F), (AD, AD_F))
+    )
+    assert tn == an == "ConvolutionBackwardBackward0"
+    for a, b_ in zip(tv, av, strict=True):
+        if isinstance(a, tuple):
+            assert a == b_
+        else:
+            _close(a, b_, np.float64)
