@@ -90,6 +90,8 @@ class Plan:
     feature: str = ""
     #: shape-sensitive ops may be kept as deliberate errors when they fail
     may_fail: bool = True
+    #: results to drop (the reason is the family's): called with torch's outputs
+    reject: Any = None
 
 
 @dataclass
@@ -413,6 +415,8 @@ class Gen:
         torch.set_rng_state(rng_state)
         outs = flatten_result(result)
         if outs is None or not self._acceptable(plan, outs):
+            return []
+        if plan.reject is not None and plan.reject(outs):
             return []
         meta = self._result_meta(plan, result, outs)
         torch.set_rng_state(rng_state)  # the shadow run may have drawn numbers too

@@ -16,6 +16,19 @@ if TYPE_CHECKING:
     from .gen import Gen
 
 
+def _signed_zero(outs: list[Any]) -> bool:
+    """A -0. in a convolution's output: PyTorch's sign of an output whose products are
+    all zero depends on the kernel it picks (by dtype, batch, channels: a gemm over
+    one-term sums keeps a -0. product, oneDNN and the depthwise and one-channel paths
+    start their sums at +0.); adcli's is always +0. Such results are not generated."""
+    return any(
+        isinstance(o, torch.Tensor)
+        and o.is_floating_point()
+        and bool(((o == 0) & torch.signbit(o)).any())
+        for o in outs
+    )
+
+
 def _pick(g: Gen, *options: Any) -> Any:
     return g.rng.choice(options)
 
@@ -53,7 +66,7 @@ def _conv(g: Gen) -> Plan | None:
         cast = ".double()" if dt == torch.float64 else ""
         extra = "".join(", " + a for a in kw)
         expr = f"torch.nn.{cls}({cin}, {cout}, {k}{extra}{bias}){cast}({x})"
-        return Plan(expr, [x], ORDER, [], name)
+        return Plan(expr, [x], ORDER, [], name, reject=_signed_zero)
     w = g.need((cout, cin // groups) + kernel, dtype=dt)
     if not w:
         return None
@@ -66,7 +79,7 @@ def _conv(g: Gen) -> Plan | None:
         inputs.append(b)
         args.append(b if rng.random() < 0.5 else f"bias={b}")
     fn = _pick(g, f"F.{name}", f"F.{name}", f"torch.{name}")
-    return Plan(f"{fn}({', '.join(args + kw)})", inputs, ORDER, [], name)
+    return Plan(f"{fn}({', '.join(args + kw)})", inputs, ORDER, [], name, reject=_signed_zero)
 
 
 def _pool(g: Gen) -> Plan | None:
