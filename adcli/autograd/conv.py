@@ -57,8 +57,9 @@ def _from4(a: np.ndarray, geo: Geometry) -> np.ndarray:
 
 
 def _wide(a: np.ndarray) -> np.ndarray:
-    """float32 widened to float64 (rounded once at the end); others as they are."""
-    return a.astype(np.float64) if a.dtype == np.float32 else a
+    """float32 and float16 widened to float64 (rounded once at the end); others as
+    they are."""
+    return a.astype(np.float64) if a.dtype in (np.float32, np.float16) else a
 
 
 def _windows(x: np.ndarray, k: tuple[int, int], out: tuple[int, int], geo: Geometry) -> Any:

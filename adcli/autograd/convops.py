@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import dtypes, ops
 from .conv import Geometry, convolution
 from .tensor import Tensor
@@ -132,6 +134,8 @@ def _conv(
             f"Input type ({dtypes.CPP_TYPE_NAMES[x.dtype.name]}) and bias type "
             f"({dtypes.CPP_TYPE_NAMES[bias.dtype.name]}) should be the same"
         )
+    if x.data_.dtype == np.bool_:
+        raise NotImplementedError("\"slow_conv2d_cpu\" not implemented for 'Bool'")
     if n == 1:
         strides, dil, pads = [1, *strides], [1, *dil], [(0, 0), *pads]
     geo = Geometry(

@@ -135,6 +135,8 @@ def _layout(
             f"Given input size: ({shape[-3]}x{h}x{w}). Calculated output size: "
             f"({shape[-3]}x{out[0]}x{out[1]}). Output size is too small"
         )
+    if x.data_.dtype == np.bool_:
+        raise NotImplementedError(f"\"{fn}\" not implemented for 'Bool'")
     return Pool(k, s, p, d, out)
 
 

@@ -241,6 +241,11 @@ ERRORS: dict[str, Callable[[Any], Any]] = {
     "pool_dilation": lambda m: m.nn.functional.max_pool2d(m.randn(1, 1, 5, 5), 2, dilation=0),
     "avg_rank": lambda m: m.nn.functional.avg_pool2d(m.randn(5), 2),
     "avg_divisor": lambda m: m.nn.functional.avg_pool2d(m.randn(1, 1, 5, 5), 2, divisor_override=0),
+    "conv_bool": lambda m: m.nn.functional.conv1d(
+        m.ones(1, 1, 4, dtype=m.bool), m.ones(1, 1, 2, dtype=m.bool)
+    ),
+    "max_bool": lambda m: m.nn.functional.max_pool2d(m.ones(1, 1, 4, 4, dtype=m.bool), 2),
+    "avg_bool": lambda m: m.nn.functional.avg_pool2d(m.ones(1, 1, 4, 4, dtype=m.bool), 2),
     "avg_small": lambda m: m.nn.functional.avg_pool2d(m.randn(1, 1, 1, 1), 2),
 }
 
