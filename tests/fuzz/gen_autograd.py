@@ -685,7 +685,14 @@ def st_function(g: Gen) -> None:
         deco = "@torch.no_grad()\n" if g.rng.random() < 0.2 else ""
         g.emit(f"{deco}def {fname}({', '.join(letters)}):\n    return {body}")
         g.features["def" + ("+no_grad" if deco else "")] += 1
-        call = Plan(f"{fname}({', '.join(params)})", params, plan.how, plan.kinks, plan.feature)
+        call = Plan(
+            f"{fname}({', '.join(params)})",
+            params,
+            plan.how,
+            plan.kinks,
+            plan.feature,
+            reject=plan.reject,
+        )
         call.may_fail = False
         names = g.try_plan(call)
         if names:
