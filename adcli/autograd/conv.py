@@ -249,12 +249,14 @@ class ConvBiasGrad(Function):
 
     def forward(ctx, gy, x, w):
         ctx.shape = gy.data_.shape
+        ctx.save(gy, x, w)  # (PyTorch's node saves them: a second backward fails)
         d = gy.data_
         return np.ascontiguousarray(
             _wide(d).sum(axis=(0, *range(2, d.ndim))).astype(d.dtype, copy=False)
         )
 
     def backward(ctx, h):
+        ctx.saved_tensors  # noqa: B018 (the check that they were not freed)
         shape = ctx.shape
         spread = ops.reshape(h, (1, shape[1]) + (1,) * (len(shape) - 2))
         return (ops.expand(spread, *shape) if ctx.needs_input_grad[0] else None), None, None

@@ -306,10 +306,11 @@ class AvgPool2dAdjoint(Function):
     grad_fn_name = "AvgPool2DBackwardBackward0"
 
     def forward(ctx, g, a, pool, divisors):
-        # `a`, the pooled input, is an operand as in PyTorch (its gradient is zero)
+        # `a`, the pooled input, is an operand as in PyTorch (its gradient is zero);
+        # PyTorch saves nothing here, so a second backward through this node works
         ctx.pool, ctx.divisors = pool, divisors
-        ctx.save(a)
         shape = a.data_.shape
+        ctx.zeros = (shape, a.data_.dtype)
         dt = g.data_.dtype
         share = g.data_ / np.where(divisors == 0, 1, divisors).astype(dt)
         (ph, pw), h, w = pool.padding, shape[-2], shape[-1]
@@ -324,7 +325,7 @@ class AvgPool2dAdjoint(Function):
         return np.ascontiguousarray(frame[..., ph : ph + h, pw : pw + w])
 
     def backward(ctx, gg):
-        zero = _zeros_of(ctx) if ctx.needs_input_grad[1] else None
+        zero = Tensor._make(np.zeros(*ctx.zeros)) if ctx.needs_input_grad[1] else None
         return AvgPool2d.apply(gg, pool=ctx.pool, divisors=ctx.divisors), zero
 
     def jvp(ctx, ts, xs, r):
