@@ -24,9 +24,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import ops
 from .node import Function
+from .summation import torch_sum
 from .tensor import Tensor
 
-__all__ = ["Geometry", "conv_output_size", "convolution"]
+__all__ = ["Geometry", "conv_output_size", "convolution", "pad_after"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def _conv_input_adjoint(
     (t, b), (left, r) = geo.pads
     (sh, sw), (dh, dw) = geo.stride, geo.dilation
     # (g, N*OH*OW, O/g) @ (g, O/g, C/g*kh*kw): each window's share, then scattered
-    gm = gy.reshape(n, g, oc // g, oh, ow).transpose(1, 0, 3, 4, 2).reshape(g, -1, oc // g)
+    gm = gy.reshape(n, g, oc // g, oh, ow).transpose(1, 0, 3, 4, 2)
+    gm = gm.reshape(g, n * oh * ow, oc // g)
     cols = np.matmul(gm, w.reshape(g, oc // g, -1))
     cols = cols.reshape(g, n, oh, ow, cg, kh, kw).transpose(1, 0, 4, 5, 6, 2, 3)
     cols = cols.reshape(n, g * cg, kh, kw, oh, ow)
@@ -137,7 +139,8 @@ def _conv_weight_adjoint(
     n, oc, oh, ow = gy.shape
     g = geo.groups
     cols = _columns(x, tuple(shape[2:]), (oh, ow), geo)  # (g, N*OH*OW, C/g*kh*kw)
-    gm = gy.reshape(n, g, oc // g, oh, ow).transpose(1, 2, 0, 3, 4).reshape(g, oc // g, -1)
+    gm = gy.reshape(n, g, oc // g, oh, ow).transpose(1, 2, 0, 3, 4)
+    gm = gm.reshape(g, oc // g, n * oh * ow)
     gw = np.matmul(gm, cols)  # (g, O/g, C/g*kh*kw)
     return np.ascontiguousarray(gw.reshape(shape), dtype=dt)
 
@@ -251,9 +254,7 @@ class ConvBiasGrad(Function):
         ctx.shape = gy.data_.shape
         ctx.save(gy, x, w)  # (PyTorch's node saves them: a second backward fails)
         d = gy.data_
-        return np.ascontiguousarray(
-            _wide(d).sum(axis=(0, *range(2, d.ndim))).astype(d.dtype, copy=False)
-        )
+        return np.ascontiguousarray(torch_sum(d, (0, *range(2, d.ndim))))
 
     def backward(ctx, h):
         ctx.saved_tensors  # noqa: B018 (the check that they were not freed)
@@ -264,6 +265,35 @@ class ConvBiasGrad(Function):
     def jvp(ctx, ts, xs, r):
         tg = ts[0]
         return None if tg is None else ops.sum_dims(tg, (0, *range(2, tg.data_.ndim)), False)
+
+
+class ConstantPad(Function):
+    """x padded with zeros after its spatial dims (PyTorch pads a copy so for a
+    'same' convolution whose total padding is odd)"""
+
+    grad_fn_name = "ConstantPadNdBackward0"
+
+    def forward(ctx, x, after):
+        ctx.after = after
+        d = x.data_
+        return np.pad(d, [(0, 0)] * (d.ndim - len(after)) + [(0, a) for a in after])
+
+    def backward(ctx, g):
+        out = g
+        nd = g.data_.ndim
+        for i, a in enumerate(ctx.after):
+            if a:
+                dim = nd - len(ctx.after) + i
+                out = ops.narrow(out, dim, 0, g.data_.shape[dim] - a)
+        return (out,)
+
+    def jvp(ctx, ts, xs, r):
+        return ConstantPad.apply(ts[0], after=ctx.after)
+
+
+def pad_after(x: Tensor, after: tuple[int, ...]) -> Tensor:
+    """x with `after[i]` zeros after each of its last len(after) dims."""
+    return ConstantPad.apply(x, after=after)
 
 
 def convolution(x: Tensor, w: Tensor, b: Tensor | None, geo: Geometry) -> Tensor:

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from . import dtypes, ops
-from .conv import Geometry, convolution
-from .tensor import Tensor
+from .config import config as _config
+from .conv import Geometry, convolution, pad_after
+from .tensor import SAME_PADDING_WARNING, Tensor
 
 __all__ = ["conv1d", "conv2d", "int_list"]
 
@@ -80,6 +81,10 @@ def _conv(
             # the total d * (k - 1) split with the odd one after (PyTorch pads a copy)
             totals = [d * (s - 1) for d, s in zip(dil, weight.data_.shape[2:], strict=False)]
             pads = [(t // 2, t - t // 2) for t in totals]
+            if any(lo != hi for lo, hi in pads):  # an odd total: PyTorch pads a copy
+                _config.warn(SAME_PADDING_WARNING)
+                x = pad_after(x, tuple(hi - lo for lo, hi in pads))
+                pads = [(lo, lo) for lo, _ in pads]
     else:
         pad_list = _spatial("padding", int_list(padding, n), k)
         dil = _spatial("dilation", int_list(dilation, n), k)

@@ -189,6 +189,16 @@ def _argmax(x: np.ndarray, pool: Pool) -> np.ndarray:
     return (row * w + col).astype(np.int64)
 
 
+def _planes(index: np.ndarray) -> np.ndarray:
+    """(..., OH, OW) indices as (..., OH * OW)."""
+    return index.reshape(*index.shape[:-2], pool_size(index))
+
+
+def pool_size(index: np.ndarray) -> int:
+    """The outputs per plane."""
+    return int(index.shape[-2] * index.shape[-1])
+
+
 def _zeros_of(ctx: Function) -> Tensor:
     """zeros_like(self): PyTorch's gradient for the input of a pooling's backward."""
     (a,) = ctx.saved_tensors
@@ -205,8 +215,8 @@ class MaxPool2d(Function):
         idx = _argmax(x, pool)
         ctx.save(a)
         ctx.index, ctx.shape = idx, x.shape
-        flat = x.reshape(*x.shape[:-2], -1)
-        out = np.take_along_axis(flat, idx.reshape(*idx.shape[:-2], -1), axis=-1)
+        flat = x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+        out = np.take_along_axis(flat, _planes(idx), axis=-1)
         return np.ascontiguousarray(out.reshape(idx.shape))
 
     def backward(ctx, g):
@@ -215,8 +225,9 @@ class MaxPool2d(Function):
 
     def jvp(ctx, ts, xs, r):
         idx = ctx.index
-        flat = ops.reshape(ts[0], (*ts[0].data_.shape[:-2], -1))
-        picked = ops.gather(flat, -1, Tensor._make(idx.reshape(*idx.shape[:-2], -1)))
+        sh = ts[0].data_.shape
+        flat = ops.reshape(ts[0], (*sh[:-2], sh[-2] * sh[-1]))
+        picked = ops.gather(flat, -1, Tensor._make(_planes(idx)))
         return ops.reshape(picked, idx.shape)
 
 
@@ -234,15 +245,17 @@ class MaxPool2dAdjoint(Function):
         n = math.prod(lead)
         out = np.zeros((n, shape[-2] * shape[-1]), g.data_.dtype)
         plane = out.shape[1]
-        idx = index.reshape(n, -1) + (np.arange(n, dtype=np.int64) * plane)[:, None]
+        idx = index.reshape(n, pool_size(index))
+        idx = idx + (np.arange(n, dtype=np.int64) * plane)[:, None]
         # np.add.at adds one by one in the outputs' order, as PyTorch's loop does
-        np.add.at(out.reshape(-1), idx.reshape(-1), g.data_.reshape(-1))
+        np.add.at(out.reshape(-1), idx.reshape(-1), g.data_.reshape(idx.size))
         return out.reshape(shape)
 
     def backward(ctx, gg):
         idx = ctx.index
-        flat = ops.reshape(gg, (*gg.data_.shape[:-2], -1))
-        picked = ops.gather(flat, -1, Tensor._make(idx.reshape(*idx.shape[:-2], -1)))
+        sh = gg.data_.shape
+        flat = ops.reshape(gg, (*sh[:-2], sh[-2] * sh[-1]))
+        picked = ops.gather(flat, -1, Tensor._make(_planes(idx)))
         zero = _zeros_of(ctx) if ctx.needs_input_grad[1] else None
         return ops.reshape(picked, idx.shape), zero
 

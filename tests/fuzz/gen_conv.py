@@ -29,6 +29,14 @@ def _signed_zero(outs: list[Any]) -> bool:
     )
 
 
+def _finite(g: Gen, *names: str) -> bool:
+    """No NaN or infinity in the operands. PyTorch's float32 convolution runs oneDNN
+    for some batch sizes and shapes, which does not carry a NaN or infinity through
+    as IEEE products do (a NaN weight can leave every output finite); adcli computes
+    IEEE products, as PyTorch's other kernels. Such float32 cases are not generated."""
+    return all(bool(torch.isfinite(g.ns[n].detach()).all()) for n in names)
+
+
 def _pick(g: Gen, *options: Any) -> Any:
     return g.rng.choice(options)
 
@@ -68,7 +76,7 @@ def _conv(g: Gen) -> Plan | None:
         expr = f"torch.nn.{cls}({cin}, {cout}, {k}{extra}{bias}){cast}({x})"
         return Plan(expr, [x], ORDER, [], name, reject=_signed_zero)
     w = g.need((cout, cin // groups) + kernel, dtype=dt)
-    if not w:
+    if not w or (dt != torch.float64 and not _finite(g, x, w)):
         return None
     inputs = [x, w]
     args = [x, w]
