@@ -158,113 +158,110 @@ class Convolution(Function):
 
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        geo = ctx.geo
-        need_x, need_w, need_b = ctx.needs_input_grad
-        # PyTorch's convolution_backward node takes (grad_output, input, weight)
-        gx = ConvInputAdjoint.apply(g, x, w, geo=geo) if need_x else None
-        gw = ConvWeightAdjoint.apply(g, x, w, geo=geo) if need_w else None
-        gb = ConvBiasGrad.apply(g, x, w) if need_b else None
-        return gx, gw, gb
+        mask = ctx.needs_input_grad
+        if not any(mask):
+            return None, None, None
+        grads = ConvolutionGrads.apply(g, x, w, geo=ctx.geo, mask=mask)
+        return tuple(t if need else None for t, need in zip(grads, mask, strict=True))
 
     def jvp(ctx, ts, xs, r):
         # bilinear: C(tx, w) + C(x, tw) + tb
         (tx, tw, tb), (x, w, _) = ts, xs
-        out = None
-        for term in (
+        out = _sum(
             None if tx is None else Convolution.apply(tx, w, None, geo=ctx.geo),
             None if tw is None else Convolution.apply(x, tw, None, geo=ctx.geo),
-        ):
-            if term is not None:
-                out = term if out is None else out + term
+        )
         if tb is not None:
             bias = ops.reshape(tb, (-1,) + (1,) * (r.data_.ndim - 2))
             out = bias + ops.zeros_like(r) if out is None else out + bias
         return out
 
 
-class ConvInputAdjoint(Function):
-    """a convolution's input gradient, from the output's gradient and the weight
-
-    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0: its
-    inputs are the output's gradient, the input, only for its shape, and the weight)"""
-
-    grad_fn_name = "ConvolutionBackwardBackward0"
-
-    def forward(ctx, gy, x, w, geo):
-        ctx.geo = geo
-        ctx.save(gy, w)
-        shape = x.data_.shape
-        s4 = shape if geo.spatial == 2 else (shape[0], shape[1], 1, shape[2])
-        return _from4(_conv_input_adjoint(_to4(gy.data_, geo), _to4(w.data_, geo), s4, geo), geo)
-
-    def backward(ctx, h):
-        gy, w = ctx.saved_tensors
-        need_g, _, need_w = ctx.needs_input_grad
-        geo = ctx.geo
-        dg = Convolution.apply(h, w, None, geo=geo) if need_g else None
-        dw = ConvWeightAdjoint.apply(gy, h, w, geo=geo) if need_w else None
-        return dg, None, dw
-
-    def jvp(ctx, ts, xs, r):
-        (tg, _, tw), (gy, x, w) = ts, xs
-        a = None if tg is None else ConvInputAdjoint.apply(tg, x, w, geo=ctx.geo)
-        b = None if tw is None else ConvInputAdjoint.apply(gy, x, tw, geo=ctx.geo)
-        return b if a is None else (a if b is None else a + b)
+def _sum(*terms: Tensor | None) -> Tensor | None:
+    out = None
+    for t in terms:
+        if t is not None:
+            out = t if out is None else out + t
+    return out
 
 
-class ConvWeightAdjoint(Function):
-    """a convolution's weight gradient, from the input and the output's gradient
+def _input_grad(gy: Tensor, x: Tensor, w: Tensor, geo: Geometry) -> Tensor:
+    """C's adjoint in x: the input's gradient for an output gradient gy."""
+    return ConvolutionGrads.apply(gy, x, w, geo=geo, mask=(True, False, False))[0]
 
-    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0: its
-    inputs are the output's gradient, the input, and the weight, only for its shape)"""
+
+def _weight_grad(gy: Tensor, x: Tensor, w: Tensor, geo: Geometry) -> Tensor:
+    """C's adjoint in w: the weight's gradient for an output gradient gy."""
+    return ConvolutionGrads.apply(gy, x, w, geo=geo, mask=(False, True, False))[1]
+
+
+class ConvolutionGrads(Function):
+    """a convolution's input, weight and bias gradients from the output's gradient
+    (PyTorch's convolution_backward: outputs 0, 1, 2 of one node; the ones `mask`
+    leaves out are zeros no one reads)"""
 
     grad_fn_name = "ConvolutionBackwardBackward0"
+    multi_output = True
 
-    def forward(ctx, gy, x, w, geo):
-        ctx.geo = geo
-        ctx.save(gy, x)
-        shape = w.data_.shape
-        s4 = shape if geo.spatial == 2 else (shape[0], shape[1], 1, shape[2])
-        return _from4(_conv_weight_adjoint(_to4(x.data_, geo), _to4(gy.data_, geo), s4, geo), geo)
-
-    def backward(ctx, k):
-        gy, x = ctx.saved_tensors
-        need_g, need_x, _ = ctx.needs_input_grad
-        geo = ctx.geo
-        dg = Convolution.apply(x, k, None, geo=geo) if need_g else None
-        dx = ConvInputAdjoint.apply(gy, x, k, geo=geo) if need_x else None
-        return dg, dx, None
-
-    def jvp(ctx, ts, xs, r):
-        (tg, tx, _), (gy, x, w) = ts, xs
-        a = None if tg is None else ConvWeightAdjoint.apply(tg, x, w, geo=ctx.geo)
-        b = None if tx is None else ConvWeightAdjoint.apply(gy, tx, w, geo=ctx.geo)
-        return b if a is None else (a if b is None else a + b)
-
-
-class ConvBiasGrad(Function):
-    """a convolution's bias gradient: the output's gradient summed per channel
-
-    (PyTorch's convolution_backward, whose node is ConvolutionBackwardBackward0: it is
-    recorded when the output's gradient, the input or the weight requires grad)"""
-
-    grad_fn_name = "ConvolutionBackwardBackward0"
-
-    def forward(ctx, gy, x, w):
-        ctx.shape = gy.data_.shape
-        ctx.save(gy, x, w)  # (PyTorch's node saves them: a second backward fails)
+    def forward(ctx, gy, x, w, geo, mask):
+        ctx.geo, ctx.mask = geo, mask
+        ctx.save(gy, x, w)  # (as PyTorch's node: a second backward through it fails)
+        g4, x4, w4 = _to4(gy.data_, geo), _to4(x.data_, geo), _to4(w.data_, geo)
         d = gy.data_
-        return np.ascontiguousarray(torch_sum(d, (0, *range(2, d.ndim))))
+        if mask[0]:
+            gx = _from4(_conv_input_adjoint(g4, w4, x4.shape, geo), geo)
+        else:
+            gx = np.broadcast_to(np.zeros((), d.dtype), x.data_.shape)
+        if mask[1]:
+            gw = _from4(_conv_weight_adjoint(x4, g4, w4.shape, geo), geo)
+        else:
+            gw = np.broadcast_to(np.zeros((), d.dtype), w.data_.shape)
+        if len(mask) > 2 and mask[2]:
+            gb = np.ascontiguousarray(torch_sum(d, (0, *range(2, d.ndim))))
+        else:
+            gb = np.broadcast_to(np.zeros((), d.dtype), (w.data_.shape[0],))
+        return gx, gw, gb
 
-    def backward(ctx, h):
-        ctx.saved_tensors  # noqa: B018 (the check that they were not freed)
-        shape = ctx.shape
-        spread = ops.reshape(h, (1, shape[1]) + (1,) * (len(shape) - 2))
-        return (ops.expand(spread, *shape) if ctx.needs_input_grad[0] else None), None, None
+    def backward(ctx, hx, hw, hb):
+        gy, x, w = ctx.saved_tensors
+        need_g, need_x, need_w = ctx.needs_input_grad
+        geo = ctx.geo
+        dg = dx = dw = None
+        if need_g:
+            spread = None
+            if hb is not None:
+                shape = gy.data_.shape
+                spread = ops.expand(
+                    ops.reshape(hb, (1, shape[1]) + (1,) * (len(shape) - 2)), *shape
+                )
+            dg = _sum(
+                None if hx is None else Convolution.apply(hx, w, None, geo=geo),
+                None if hw is None else Convolution.apply(x, hw, None, geo=geo),
+                spread,
+            )
+        if need_x and hw is not None:
+            dx = _input_grad(gy, x, hw, geo)
+        if need_w and hx is not None:
+            dw = _weight_grad(gy, hx, w, geo)
+        return dg, dx, dw
 
     def jvp(ctx, ts, xs, r):
-        tg = ts[0]
-        return None if tg is None else ops.sum_dims(tg, (0, *range(2, tg.data_.ndim)), False)
+        (tg, tx, tw), (gy, x, w) = ts, xs
+        geo = ctx.geo
+        gx = _sum(
+            None if tg is None else _input_grad(tg, x, w, geo),
+            None if tw is None else _input_grad(gy, x, tw, geo),
+        )
+        gw = _sum(
+            None if tg is None else _weight_grad(tg, x, w, geo),
+            None if tx is None else _weight_grad(gy, tx, w, geo),
+        )
+        gb = None if tg is None else ops.sum_dims(tg, (0, *range(2, tg.data_.ndim)), False)
+        return (
+            gx if gx is not None else ops.zeros_like(r[0]),
+            gw if gw is not None else ops.zeros_like(r[1]),
+            gb if gb is not None else ops.zeros_like(r[2]),
+        )
 
 
 class ConstantPad(Function):
