@@ -49,6 +49,7 @@ ONCE_PER_PROCESS = (
     "The use of `x.T` on tensors of dimension other than 2",
     "Using backward() with create_graph=True will create a reference cycle",
     "optimizer contains a parameter group with duplicate parameters",
+    "Using padding='same' with even kernel lengths and odd dilation",
 )
 
 #: warnings PyTorch gives with its own source file as the location (gradcheck's
