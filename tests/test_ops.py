@@ -30,10 +30,22 @@ from adcli.autograd.tensor import Tensor
 DTYPES = ("float32", "float64")
 
 
+class _Functional:
+    """`m.F` for adcli: the ops module, then the script library's torch.nn.functional
+    (conv and pooling live in their own modules)."""
+
+    def __getattr__(self, item: str) -> Any:
+        if hasattr(T, item):
+            return getattr(T, item)
+        from adcli.scriptlib.torchapi import module_table
+
+        return module_table()["torch.nn.functional"][item]
+
+
 class AdcliNamespace:
     """`m` for adcli: the ops module, `m.F` = the ops module too."""
 
-    F = T
+    F = _Functional()
     name = "adcli"
     float32 = T.dtypes.float32
     float64 = T.dtypes.float64
@@ -607,6 +619,30 @@ CASES: list[Case] = [
         lambda m, a, b, w, c: m.F.bilinear(a, b, w, c),
         (S(4, 2), S(4, 3), S(2, 2, 3), S(2)),
         ("Trilinear", "View", "Add"),
+    ),
+    Case(
+        "conv2d",
+        lambda m, x, w, b: m.F.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2) ** 2,
+        (S(1, 2, 5, 4), S(4, 1, 3, 2), S(4)),
+        ("Convolution", "ConvolutionGrads"),
+    ),
+    Case(
+        "conv1d_same_even",
+        lambda m, x, w: m.F.conv1d(x, w, padding="same") ** 2,
+        (S(2, 6), S(3, 2, 2)),
+        ("ConstantPad", "Convolution", "ConvolutionGrads"),
+    ),
+    Case(
+        "max_pool2d",
+        lambda m, x: m.F.max_pool2d(x * x, 2, ceil_mode=True),
+        (S(2, 5, 4),),
+        ("MaxPool2d", "MaxPool2dAdjoint"),
+    ),
+    Case(
+        "avg_pool2d",
+        lambda m, x: m.F.avg_pool2d(x * x, 3, 2, 1, count_include_pad=False),
+        (S(1, 2, 5, 4),),
+        ("AvgPool2d", "AvgPool2dAdjoint"),
     ),
     Case(
         "bilinear_squared",

@@ -238,6 +238,20 @@ CASES: list[Case] = [
     ("grad_prelu", [S, (4,)], lambda T, x, w: _gr(T, lambda v: T.F.prelu(v, w) * v, x)),
     ("grad_prelu_weight", [S, (4,)], lambda T, x, w: _gr(T, lambda v: T.F.prelu(x, v) ** 2, w)),
     ("grad_leaky_relu", [S], lambda T, x: _gr(T, lambda v: T.F.leaky_relu(v) * v, x)),
+    # convolution and pooling (forward, and their backward rows)
+    ("conv2d", [(1, 2, 5, 4), (4, 1, 3, 2), (4,)],
+     lambda T, x, w, b: T.F.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2)),
+    ("conv1d_same", [(2, 6), (3, 2, 2)], lambda T, x, w: T.F.conv1d(x, w, padding="same")),
+    ("max_pool2d", [(2, 5, 4)], lambda T, x: T.F.max_pool2d(x, 2, ceil_mode=True)),
+    ("avg_pool2d", [(1, 2, 5, 4)], lambda T, x: T.F.avg_pool2d(x, 3, 2, 1)),
+    ("grad_conv2d", [(1, 2, 5, 4), (4, 1, 3, 2)], lambda T, x, w: _gr(
+        T, lambda v: T.F.conv2d(v, w, groups=2, padding=1) ** 2, x)),
+    ("grad_conv2d_weight", [(1, 2, 5, 4), (4, 1, 3, 2), (4,)], lambda T, x, w, b: _gr(
+        T, lambda v: T.F.conv2d(x, v, b, groups=2) ** 2, w)),
+    ("grad_max_pool2d", [(2, 5, 4)], lambda T, x: _gr(
+        T, lambda v: T.F.max_pool2d(v * v, 2), x)),
+    ("grad_avg_pool2d", [(1, 2, 5, 4)], lambda T, x: _gr(
+        T, lambda v: T.F.avg_pool2d(v * v, 3, 2, 1), x)),
     ("grad_softplus", [S], lambda T, x: _gr(T, lambda v: T.F.softplus(v, 2.0, 1.0), x)),
     ("grad_softmax", [S], lambda T, x: _gr(T, lambda v: v.softmax(1) * v, x)),
     ("grad_log_softmax", [S], lambda T, x: _gr(T, lambda v: v.log_softmax(1) * v, x)),
