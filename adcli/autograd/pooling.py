@@ -123,8 +123,13 @@ def _layout(
         raise RuntimeError(
             f"dilation should be greater than zero, but got dilationH: {d[0]} dilationW: {d[1]}"
         )
-    if nd not in (3, 4) or 0 in shape[-3:]:
+    if fn == "max_pool2d" and nd not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    if not ((nd == 3 and 0 not in shape) or (nd == 4 and 0 not in shape[1:])):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, "
+            f"but got:{list(shape)}"
+        )
     if k[1] // 2 < p[1] or k[0] // 2 < p[0]:
         raise RuntimeError(
             "pad should be smaller than or equal to half of kernel size, but got "

@@ -241,6 +241,10 @@ ERRORS: dict[str, Callable[[Any], Any]] = {
     "pool_dilation": lambda m: m.nn.functional.max_pool2d(m.randn(1, 1, 5, 5), 2, dilation=0),
     "avg_rank": lambda m: m.nn.functional.avg_pool2d(m.randn(5), 2),
     "avg_divisor": lambda m: m.nn.functional.avg_pool2d(m.randn(1, 1, 5, 5), 2, divisor_override=0),
+    "max_empty": lambda m: m.nn.functional.max_pool2d(m.randn(0, 4, 3), 2),
+    "avg_empty_channels": lambda m: m.nn.functional.avg_pool2d(m.randn(2, 0, 4, 3), 2),
+    "max_5d": lambda m: m.nn.functional.max_pool2d(m.randn(1, 1, 1, 4, 4), 2),
+    "avg_5d": lambda m: m.nn.functional.avg_pool2d(m.randn(1, 1, 1, 4, 4), 2),
     "conv_bool": lambda m: m.nn.functional.conv1d(
         m.ones(1, 1, 4, dtype=m.bool), m.ones(1, 1, 2, dtype=m.bool)
     ),
