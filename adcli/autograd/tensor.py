@@ -41,11 +41,11 @@ SAME_PADDING_WARNING = (
     "/__w/pytorch/pytorch/aten/src/ATen/native/Convolution.cpp:1101.)"
 )
 #: warnings PyTorch gives once per process (TORCH_WARN_ONCE), not once per script line
+WARN_ONCE = frozenset({SCALAR_CONVERSION_WARNING, SAME_PADDING_WARNING})
 #: warnings PyTorch raises inside its engine: Python's warning registry sees them at one
 #: line of torch's own autograd code, whichever script line ran the backward, so each
 #: text shows once per process
 ENGINE_WARNING_PREFIXES = ("Error detected in ",)
-WARN_ONCE = frozenset({SCALAR_CONVERSION_WARNING, SAME_PADDING_WARNING})
 NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
