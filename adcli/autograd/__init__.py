@@ -14,9 +14,9 @@ them all here means importing any part of the package wires the whole core.
 
 from . import (
     batched,
-    einsum,
     conv,
     convops,
+    einsum,
     engine,
     forward_ad,
     functions,
@@ -32,9 +32,9 @@ from . import (
 
 __all__ = [
     "batched",
-    "einsum",
     "conv",
     "convops",
+    "einsum",
     "engine",
     "forward_ad",
     "functions",

@@ -3414,7 +3414,15 @@ class ScatterAddSrc(Function):
 
 
 def _index_select(g: Tensor, dim: int, index: np.ndarray) -> Tensor:
-    """g's slices at index along dim (index_select, written as a subscript)."""
+    """g's slices at index along dim (index_select, written as a subscript); its kernel
+    takes no negative index, and names the first one out of range."""
+    n = g.data_.shape[dim] if g.data_.ndim else 1
+    flat = index.reshape(-1)
+    bad = np.flatnonzero((flat < 0) | (flat >= n))
+    if bad.size:
+        raise RuntimeError(
+            f"INDICES element is out of DATA bounds, id={int(flat[bad[0]])} axis_dim={n}"
+        )
     if g.data_.ndim == 0:
         return ops.getitem(ops.reshape(g, (1,)), Tensor._make(index.reshape(-1)))
     idx = (slice(None),) * dim + (Tensor._make(index.reshape(-1)),)
@@ -3444,16 +3452,18 @@ class IndexFillTensor(Function):
 
     grad_fn_name = "IndexFillBackward1"
 
-    def forward(ctx, a, value, dim, index, kept=()):
+    def forward(ctx, a, value, dim, index, kept=(), given=None):
         _keep(ctx, index, kept=kept)
-        ctx.dim, ctx.index = dim, index
+        # (`given`: the index as the script gave it, negatives included: the value's
+        # gradient is an index_select, whose kernel refuses them)
+        ctx.dim, ctx.index, ctx.given = dim, index, index if given is None else given
         return _index_write(a.data_, dim, index, value.data_.astype(a.data_.dtype), False)
 
     def backward(ctx, g):
         _check_kept(ctx)
         i = Tensor._make(ctx.index)
         ga = ops.index_fill(g, ctx.dim, i, 0.0) if ctx.needs_input_grad[0] else None
-        gv = ops.sum(_index_select(g, ctx.dim, ctx.index)) if ctx.needs_input_grad[1] else None
+        gv = ops.sum(_index_select(g, ctx.dim, ctx.given)) if ctx.needs_input_grad[1] else None
         return ga, gv
 
     def jvp(ctx, ts, xs, r):

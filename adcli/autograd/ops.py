@@ -2424,7 +2424,9 @@ def index_fill(input: Tensor, dim: Any, index: Tensor, value: Any) -> Tensor:
         )
     i = _check_vector_index("", index, input.data_.shape, d)
     if isinstance(value, Tensor):
-        return F.IndexFillTensor.apply(input, value, dim=d, index=i, kept=_kept(index))
+        return F.IndexFillTensor.apply(
+            input, value, dim=d, index=i, kept=_kept(index), given=index.data_
+        )
     _check_number(value, "value")
     return F.IndexFill.apply(input, dim=d, index=i, value=value, kept=_kept(index))
 

@@ -210,7 +210,9 @@ def _pnorm(diff: np.ndarray, p: float) -> np.ndarray:
     if math.isinf(p):
         return np.max(a, axis=-1, initial=0).astype(diff.dtype)
     with np.errstate(over="ignore"):
-        return np.power(np.add.reduce(np.power(a, p), axis=-1), 1.0 / p).astype(diff.dtype)
+        # PyTorch's kernel takes the root in double (std::pow(agg, 1.0 / p))
+        agg = np.add.reduce(np.power(a, p), axis=-1)
+        return np.power(agg.astype(np.float64), 1.0 / p).astype(diff.dtype)
 
 
 def _cdist_grad(g: np.ndarray, x1: np.ndarray, x2: np.ndarray, r: np.ndarray, p: float):
