@@ -788,9 +788,17 @@ def _check_anomaly(node: Node, outs: Sequence[Tensor | None], needed: set[Node] 
     check = anomaly_check
     if check is None:
         return
+    # (checked as the inputs receive them: PyTorch reduces a broadcast gradient first,
+    # so [inf, -inf] summed to one NaN is found)
     checked: list[Tensor | None] = [
-        None if nxt is None or (needed is not None and nxt not in needed) else g
-        for g, (nxt, _) in zip(outs, node.next_functions, strict=False)
+        None
+        if nxt is None or (needed is not None and nxt not in needed)
+        else g
+        if g is None or meta is None or g.data_.shape == meta[0]
+        else _fit(g, meta, node, at)
+        for at, (g, (nxt, _), meta) in enumerate(
+            zip(outs, node.next_functions, node.in_meta, strict=False)
+        )
     ]
     if node.grad_fn_name in _LIST_INPUTS and any(g is not None for g in checked):
         # one input list to PyTorch: computed (so checked) whole once any part is
