@@ -3,7 +3,8 @@ forward modes over them. It imports nothing of adcli outside this package.
 
 The core is layered, each module importing only the ones before it:
 
-    node -> tensor -> ops -> functions -> legacy, engine, forward_ad -> batched
+    node -> tensor -> ops -> functions -> normalization, legacy, engine, forward_ad
+    -> batched
     -> vmapping -> func
 
 Where a lower module calls up (a Tensor method runs an op, an op runs a Function row,
@@ -22,6 +23,7 @@ from . import (
     functions,
     legacy,
     node,
+    normalization,
     ops,
     pooling,
     profiler,
@@ -40,6 +42,7 @@ __all__ = [
     "functions",
     "legacy",
     "node",
+    "normalization",
     "ops",
     "pooling",
     "profiler",

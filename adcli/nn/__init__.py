@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd import convops, ops, pooling
-from . import activation, containers, conv, init, layers, loss, stateless, utils
+from . import activation, containers, conv, init, layers, loss, normalization, stateless, utils
 from .module import Module
 from .parameter import Parameter
 
@@ -34,6 +34,7 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
     conv.Conv2d,
     conv.MaxPool2d,
     conv.AvgPool2d,
+    *normalization.MODULES,
     activation.ReLU,
     activation.LeakyReLU,
     activation.PReLU,
@@ -159,6 +160,7 @@ def tables() -> dict[str, dict[str, Any]]:
         "torch.nn.parameter": {"Parameter": Parameter},
         "torch.nn.functional": {
             **{name: getattr(ops, name) for name in FUNCTIONAL_NAMES},
+            **normalization.FUNCTIONS,
             **_CONV_FUNCTIONAL,
         },
         "torch": {

@@ -469,7 +469,10 @@ _NO_POOL = (
     "adcli has 2-d max and average pooling only: torch.nn.MaxPool2d, torch.nn.AvgPool2d, "
     "F.max_pool2d and F.avg_pool2d"
 )
-_NO_NORM = "normalisation layers are not available in adcli: normalise with mean() and std()"
+_NO_NORM = (
+    "this normalisation layer is not available in adcli: use torch.nn.LayerNorm, "
+    "torch.nn.BatchNorm1d or torch.nn.BatchNorm2d, or normalise with mean() and var()"
+)
 _NO_RNN = (
     "recurrent layers are not available in adcli: write the recurrence with torch.nn.Linear "
     "in a for loop"
@@ -499,8 +502,8 @@ for _module, _names, _hint in (
     ("torch", "conv3d", _NO_CONV),
     ("torch.nn", "MaxPool1d MaxPool3d AvgPool1d AdaptiveAvgPool2d", _NO_POOL),
     ("torch.nn.functional", "max_pool1d avg_pool1d", _NO_POOL),
-    ("torch.nn", "BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm", _NO_NORM),
-    ("torch.nn.functional", "batch_norm layer_norm group_norm", _NO_NORM),
+    ("torch.nn", "BatchNorm3d GroupNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d", _NO_NORM),
+    ("torch.nn.functional", "group_norm instance_norm", _NO_NORM),
     ("torch.nn", "RNN LSTM GRU RNNCell LSTMCell GRUCell", _NO_RNN),
 ):
     ALTERNATIVES.update({f"{_module}.{n}": _hint for n in _names.split()})

@@ -1,0 +1,348 @@
+"""Layer and batch normalisation: the operation rows and their public functions.
+
+Each row's forward runs the kernel of normkernels.py (PyTorch's roundings) and its
+backward gives PyTorch's kernel values too. With create_graph the backward also
+builds the gradient from Tensor operations (so double backward and Hessians work)
+and hands it on carrying the kernel's values, under the node name PyTorch gives the
+gradient (NativeLayerNormBackwardBackward0, ...).
+
+This module sits above functions.py (it runs the ops and its rows' backwards call
+them); adcli/autograd/__init__.py loads it so the rows are registered.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import grad_mode, normkernels, ops
+from .functions import _lin
+from .node import Function
+from .tensor import Tensor
+
+
+class _Valued(Function):
+    """A gradient built from Tensor operations, carrying the kernel's values."""
+
+    def forward(ctx, a, value):
+        return value
+
+    def backward(ctx, g):
+        return (g,)
+
+
+def _valued_row(name: str) -> type[Function]:
+    """A `_Valued` row shown as PyTorch's node `name` (not in the op registry)."""
+    cls = type(name, (_Valued,), {"__doc__": f"a gradient shown as PyTorch's {name}"})
+    type.__setattr__(cls, "grad_fn_name", name)
+    type.__setattr__(cls, "__ad_type_name__", name)
+    return cls
+
+
+_LN_GRAD = _valued_row("NativeLayerNormBackwardBackward0")
+_BN_GRAD = _valued_row("NativeBatchNormBackwardBackward0")
+
+
+def _finish(
+    row: type[Function], values: tuple[Any, ...], graph: tuple[Any, ...] | None
+) -> tuple[Tensor | None, ...]:
+    """The gradients: the kernel's values, on the Tensor-operation graph when one
+    was built (create_graph)."""
+    out: list[Tensor | None] = []
+    for i, v in enumerate(values):
+        if v is None:
+            out.append(None)
+        elif graph is None or graph[i] is None:
+            out.append(Tensor._make(np.ascontiguousarray(v)))
+        else:
+            out.append(row.apply(graph[i], value=np.ascontiguousarray(v)))
+    return tuple(out)
+
+
+def _data(t: Tensor | None) -> np.ndarray | None:
+    return None if t is None else t.data_
+
+
+# ************************************************************ layer norm
+
+
+def _ln_parts(x: Tensor, k: int, eps: float) -> tuple[Tensor, Tensor, tuple[int, ...]]:
+    """(xhat, rstd, dims) of x over its last k dims, in Tensor operations."""
+    dims = tuple(range(x.data_.ndim - k, x.data_.ndim))
+    xc = x - ops.mean_dims(x, dims, True)
+    rstd = ops.reciprocal(ops.sqrt(ops.mean_dims(xc * xc, dims, True) + eps))
+    return xc * rstd, rstd, dims
+
+
+def _project(t: Tensor, xhat: Tensor, scale: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """scale * (t - mean(t) - xhat * mean(t * xhat)) over dims: the normalisation's
+    Jacobian (symmetric) applied to t."""
+    return scale * (t - ops.mean_dims(t, dims, True) - xhat * ops.mean_dims(t * xhat, dims, True))
+
+
+class NativeLayerNorm(Function):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the last dims"""
+
+    grad_fn_name = "NativeLayerNormBackward0"
+
+    def forward(ctx, x, w, b, k, eps):
+        xd = x.data_
+        n = math.prod(xd.shape[xd.ndim - k :])
+        y, mean, rstd = normkernels.layer_norm(xd, n, _data(w), _data(b), eps)
+        ctx.k, ctx.n, ctx.eps, ctx.mean, ctx.rstd = k, n, eps, mean, rstd
+        ctx.save(x, w, b)
+        return y
+
+    def backward(ctx, g):
+        x, w, b = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        dx, dw, db = normkernels.layer_norm_backward(
+            g.data_, x.data_, ctx.mean, ctx.rstd, _data(w), ctx.n, need
+        )
+        wshape = x.data_.shape[x.data_.ndim - ctx.k :]
+        values = (
+            dx,
+            None if dw is None else dw.reshape(wshape),
+            None if db is None else db.reshape(wshape),
+        )
+        graph = None
+        if grad_mode.state.enabled:  # create_graph: the same gradient, differentiable
+            xhat, rstd, dims = _ln_parts(x, ctx.k, ctx.eps)
+            lead = tuple(range(x.data_.ndim - ctx.k))
+            gw = g if w is None else g * w
+            graph = (
+                _project(gw, xhat, rstd, dims) if need[0] else None,
+                _sum_lead(g * xhat, lead) if need[1] else None,
+                _sum_lead(g, lead) if need[2] else None,
+            )
+        return _finish(_LN_GRAD, values, graph)
+
+    def jvp(ctx, ts, xs, r):
+        (tx, tw, tb), (x, w, _) = ts, xs
+        xhat, rstd, dims = _ln_parts(x, ctx.k, ctx.eps)
+        dx = None
+        if tx is not None:
+            dx = _project(tx, xhat, rstd, dims)
+            dx = dx if w is None else dx * w
+        return _lin(dx, None if tw is None else xhat * tw, tb)
+
+
+def _sum_lead(t: Tensor, lead: tuple[int, ...]) -> Tensor:
+    """t summed over the leading dims (t itself when there are none)."""
+    return ops.sum_dims(t, lead, False) if lead else t
+
+
+def _shape_list(shape: Any) -> list[int]:
+    return [int(s) for s in shape]
+
+
+def _check_float(x: Tensor, kernel: str) -> None:
+    if x.data_.dtype.kind != "f":
+        raise NotImplementedError(
+            f"\"{kernel}\" not implemented for '{x.dtype.legacy.replace('Tensor', '')}'"
+        )
+
+
+def layer_norm(
+    input: Tensor,  # noqa: A002 - PyTorch's name
+    normalized_shape: Any,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """input normalised over its last len(normalized_shape) dims, then scaled by weight
+    and shifted by bias (each of normalized_shape's shape, or None)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            "layer_norm(): argument 'input' (position 1) must be Tensor, not "
+            f"{type(input).__name__}"
+        )
+    if not isinstance(normalized_shape, (tuple, list)) and not _is_size(normalized_shape):
+        raise TypeError(
+            "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            f"not {type(normalized_shape).__name__}"
+        )
+    ns = _shape_list(normalized_shape)
+    if not ns:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+            "least one element, but got normalized_shape = []"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.data_.shape) != ns:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {list(t.data_.shape)} and normalized_shape = {ns}"
+            )
+    shape = list(input.data_.shape)
+    if len(shape) < len(ns) or shape[len(shape) - len(ns) :] != ns:
+        star = ", ".join(["*"] + [str(s) for s in ns])
+        raise RuntimeError(
+            f"Given normalized_shape={ns}, expected input with shape [{star}], but got input "
+            f"of size{shape}"
+        )
+    _check_float(input, "LayerNormKernelImpl")
+    for t in (weight, bias):
+        if t is not None and t.data_.dtype != input.data_.dtype:
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return NativeLayerNorm.apply(input, weight, bias, k=len(ns), eps=float(eps))
+
+
+def _is_size(v: Any) -> bool:
+    return type(v).__name__ == "Size" and isinstance(v, tuple)
+
+
+# ************************************************************ batch norm
+
+
+def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+class NativeBatchNorm(Function):
+    """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1): the batch's
+    statistics when training (updating the running ones), else the running ones"""
+
+    grad_fn_name = "NativeBatchNormBackward0"
+
+    def forward(ctx, x, w, b, running_mean, running_var, training, momentum, eps):
+        xd = x.data_
+        dt = xd.dtype.type
+        rm, rv = _data(running_mean), _data(running_var)
+        if training:
+            mean, invstd, var_sum, rows = normkernels.batch_norm_train(xd, eps)
+            # PyTorch's kernel writes the running statistics in place, leaving their
+            # version counters alone
+            normkernels.update_running(rm, rv, mean, var_sum, int(rows), momentum)
+            back_invstd = invstd
+        else:
+            mean = rm.astype(dt)
+            invstd = normkernels.eval_invstd(rv, eps, dt)
+            back_invstd = normkernels.backward_eval_invstd(rv, eps, dt)
+        ctx.training, ctx.eps = training, eps
+        ctx.mean, ctx.invstd = mean, back_invstd
+        ctx.save(x, w)
+        return normkernels.batch_norm_apply(xd, mean, invstd, _data(w), _data(b))
+
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        values = normkernels.batch_norm_backward(
+            g.data_, x.data_, _data(w), ctx.mean, ctx.invstd, ctx.training, need
+        )
+        graph = None
+        if grad_mode.state.enabled:  # create_graph: the same gradient, differentiable
+            xhat, invstd, dims = _bn_parts(ctx, x)
+            wb = None if w is None else ops.reshape(w, _channel_shape(x.data_))
+            gw = g if wb is None else g * wb
+            dx = None
+            if need[0]:
+                dx = _project(gw, xhat, invstd, dims) if ctx.training else gw * invstd
+            graph = (
+                dx,
+                ops.sum_dims(g * xhat, dims, False) if need[1] else None,
+                ops.sum_dims(g, dims, False) if need[2] else None,
+            )
+        return _finish(_BN_GRAD, values, graph)
+
+    def jvp(ctx, ts, xs, r):
+        (tx, tw, tb), (x, w, _) = ts, xs
+        xhat, invstd, dims = _bn_parts(ctx, x)
+        sh = _channel_shape(x.data_)
+        dx = None
+        if tx is not None:
+            dx = _project(tx, xhat, invstd, dims) if ctx.training else tx * invstd
+            dx = dx if w is None else dx * ops.reshape(w, sh)
+        return _lin(
+            dx,
+            None if tw is None else xhat * ops.reshape(tw, sh),
+            None if tb is None else ops.reshape(tb, sh),
+        )
+
+
+def _bn_parts(ctx: Function, x: Tensor) -> tuple[Tensor, Tensor, tuple[int, ...]]:
+    """(xhat, invstd, reduced dims) in Tensor operations: the batch's statistics
+    (differentiable) when training, the running ones (constants) otherwise."""
+    xd = x.data_
+    dims = (0,) + tuple(range(2, xd.ndim))
+    sh = _channel_shape(xd)
+    if ctx.training:
+        xc = x - ops.mean_dims(x, dims, True)
+        invstd = ops.reciprocal(ops.sqrt(ops.mean_dims(xc * xc, dims, True) + ctx.eps))
+        return xc * invstd, invstd, dims
+    invstd = Tensor._make(ctx.invstd.reshape(sh))
+    return (x - Tensor._make(ctx.mean.reshape(sh))) * invstd, invstd, dims
+
+
+def batch_norm(
+    input: Tensor,  # noqa: A002 - PyTorch's name
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    training: bool = False,
+    momentum: float | None = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Per-channel (dim 1) normalisation: with the batch's mean and biased variance
+    when training (running_mean and running_var, if given, move towards the batch's
+    mean and unbiased variance by `momentum`), else with the running statistics."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            "batch_norm(): argument 'input' (position 1) must be Tensor, not "
+            f"{type(input).__name__}"
+        )
+    size = input.shape
+    if training:
+        _verify_batch_size(size)
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    xd = input.data_
+    if xd.ndim < 2:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [-{max(xd.ndim, 1)}, "
+            f"{max(xd.ndim, 1) - 1}], but got 1)"
+        )
+    c = xd.shape[1]
+    if xd.size == 0:  # PyTorch: a clone, scaled and shifted by the first weight and bias
+        out = ops.clone(input)
+        if weight is not None:
+            out = out * weight[0]
+        if bias is not None:
+            out = out + bias[0]
+        return out
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None:
+            if t.data_.size != c:
+                raise RuntimeError(f"{name} should contain {c} elements not {t.data_.size}")
+        elif not training:
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.data_.size != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.data_.size}")
+    _check_float(input, "batch_norm")
+    return NativeBatchNorm.apply(
+        input,
+        None if weight is None else ops.reshape(weight, (c,)) if weight.data_.ndim != 1 else weight,
+        None if bias is None else ops.reshape(bias, (c,)) if bias.data_.ndim != 1 else bias,
+        running_mean=running_mean,
+        running_var=running_var,
+        training=bool(training),
+        momentum=0.0 if momentum is None else float(momentum),
+        eps=float(eps),
+    )
+
+
+def _verify_batch_size(size: Any) -> None:
+    """PyTorch's refusal to train on one value per channel."""
+    n = size[0] if len(size) else 1
+    for s in size[2:]:
+        n *= s
+    if n == 1:
+        raise ValueError(
+            f"Expected more than 1 value per channel when training, got input size {size}"
+        )

@@ -1,0 +1,427 @@
+"""Layer and batch normalisation on NumPy, rounded as PyTorch 2.13's CPU kernels round.
+
+Measured bit for bit against torch on this machine (AVX2 kernels: 8 float32 or 4
+float64 lanes):
+
+- layer_norm's row statistics are Welford's, per vector lane over chunks of 16
+  vectors, the chunks merged in a cascade, then the leftover elements one by one
+  and the lanes merged into them; the compiler fuses some of the multiply-adds
+  (which ones is what matched: see `_merge_lanes` and `_merge_scalar`).
+  y = fma((x - mean) * rstd, weight, bias), rstd = 1 / sqrt(var + eps).
+- batch_norm's statistics add float32 values in double (a 3-d or 4-d input), or
+  per thread in float32 and the threads' sums in double (a 2-d input: PyTorch's
+  channels-last kernel); y = fma(x, alpha, beta), alpha = invstd * weight,
+  beta = fma(-mean, alpha, bias).
+
+Everything works on whole arrays; Python loops run over lanes, chunks, threads
+or rows of a 2-d input's thread chunk, never over single elements of large rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernels32
+from .summation import thread_chunks, threads
+
+_CHUNK = 16  # vectors per Welford chunk (PyTorch's kChunkSize)
+
+
+def _lanes(dt: np.dtype) -> int:
+    """AVX2 lanes: 8 float32, 4 float64."""
+    return 8 if dt == np.float32 else 4
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return kernels32.fma(*np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c)))
+
+
+def _merge_lanes(
+    stack: list[list], k: int, m0_add: int, m1_add: np.ndarray, m2_add: np.ndarray
+) -> None:
+    """AddMomentsVec: merge (m0_add, m1_add, m2_add) into level k of the stack (the
+    mean update unfused, the M2 update one fma over M2 + M2_add)."""
+    m0, m1, m2 = stack[k]
+    dt = m1.dtype.type
+    n = m0 + m0_add
+    c = dt(0) if n == 0 else dt(dt(m0_add) / dt(n))
+    delta = m1_add - m1
+    m1 = m1 + c * delta
+    m2 = _fma(delta * delta * c, dt(m0), m2 + m2_add)
+    stack[k] = [n, m1, m2]
+
+
+def rowwise_moments(x: np.ndarray, ddof: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of each row of the 2-d float array x, as RowwiseMoments."""
+    dt = x.dtype.type
+    rows, n_cols = x.shape
+    lanes = _lanes(x.dtype)
+    n = n_cols // lanes
+    m = -(-n // _CHUNK)
+    depth = math.ceil(math.log2(m)) if m > 1 else 0
+    zero = np.zeros((rows, lanes), dt)
+    stack: list[list] = [[0, zero, zero] for _ in range(max(depth, 1))]
+    recip = [dt(dt(1) / dt(j + 1)) for j in range(_CHUNK)]
+    vecs = x[:, : n * lanes].reshape(rows, n, lanes)
+    for i in range(m):
+        count = min(_CHUNK, n - i * _CHUNK)
+        m1 = m2 = zero
+        for j in range(count):
+            xv = vecs[:, i * _CHUNK + j]
+            delta = xv - m1
+            m1 = _fma(delta, recip[j], m1)
+            m2 = _fma(delta, xv - m1, m2)
+        _merge_lanes(stack, 0, count, m1, m2)
+        mask, j = i + 1, 1
+        while j < depth and mask & 1 == 0:
+            _merge_lanes(stack, j, *stack[j - 1])
+            stack[j - 1] = [0, zero, zero]
+            mask >>= 1
+            j += 1
+    for k in range(1, depth):
+        _merge_lanes(stack, 0, *stack[k])
+    m0 = 0
+    mean = np.zeros(rows, dt)
+    m2s = np.zeros(rows, dt)
+    with np.errstate(all="ignore"):
+        for i in range(n * lanes, n_cols):  # the leftover elements, one by one
+            xs = x[:, i]
+            delta = xs - mean
+            m0 += 1
+            mean = mean + delta / dt(m0)
+            m2s = m2s + delta * (xs - mean)
+        for lane in range(lanes):
+            mean, m2s, m0 = _merge_scalar(
+                n, stack[0][1][:, lane], stack[0][2][:, lane], m0, mean, m2s
+            )
+        return mean, m2s / dt(n_cols - ddof)
+
+
+def _merge_scalar(
+    m0_add: int, m1_add: np.ndarray, m2_add: np.ndarray, m0: int, m1: np.ndarray, m2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """AddMoments on scalars (here a column of rows): the mean update fused, then
+    M2 + fma(delta * delta * c, m0, M2_add)."""
+    dt = m1.dtype.type
+    n = m0 + m0_add
+    c = dt(0) if n == 0 else dt(dt(m0_add) / dt(n))
+    delta = m1_add - m1
+    m1 = _fma(c, delta, m1)
+    m2 = m2 + _fma(delta * delta * c, dt(m0), m2_add)
+    return m1, m2, n
+
+
+def layer_norm(
+    x: np.ndarray, n: int, w: np.ndarray | None, b: np.ndarray | None, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, mean, rstd) of x normalised over its last `n` elements per row; mean and
+    rstd have one value per row (shape x.shape[:-k] flattened)."""
+    dt = x.dtype.type
+    rows = x.size // n if n else 0
+    x2 = np.ascontiguousarray(x).reshape(rows, n)
+    if rows == 0 or n == 0:
+        return x.copy(), np.zeros(rows, dt), np.zeros(rows, dt)
+    mean, var = rowwise_moments(x2)
+    with np.errstate(all="ignore"):
+        rstd = dt(1) / np.sqrt(var + dt(eps))
+        z = (x2 - mean[:, None]) * rstd[:, None]
+        wv = np.ones(n, dt) if w is None else w.reshape(n)
+        bv = np.zeros(n, dt) if b is None else b.reshape(n)
+        y = _fma(z, wv, bv)
+    return y.reshape(x.shape), mean, rstd
+
+
+def _lanes_reduce(v: np.ndarray, lanes: int) -> np.ndarray:
+    """Sum along the last axis as `vec::reduce_all` / `map*_reduce_all` add: one
+    accumulator per lane over whole vectors (the first is the start), the tail into
+    the first lanes, then the lanes folded in halves; a row shorter than a vector
+    in order."""
+    n = v.shape[-1]
+    if n < lanes:
+        return np.add.accumulate(v, axis=-1)[..., -1] if n else np.zeros(v.shape[:-1], v.dtype)
+    full = n - n % lanes
+    vecs = v[..., :full].reshape(v.shape[:-1] + (full // lanes, lanes))
+    acc = vecs[..., 0, :].copy()
+    for k in range(1, full // lanes):
+        acc = acc + vecs[..., k, :]
+    if n > full:
+        acc[..., : n - full] += v[..., full:]
+    while acc.shape[-1] > 1:
+        half = acc.shape[-1] // 2
+        acc = acc[..., :half] + acc[..., half:]
+    return acc[..., 0]
+
+
+def _lanes_dot(p: np.ndarray, q: np.ndarray, lanes: int) -> np.ndarray:
+    """sum(p * q) along the last axis as `vec::map2_reduce_all` adds it: as
+    `_lanes_reduce`, but the tail's products fused into the lanes they join (a row
+    shorter than a vector: the products added in order)."""
+    n = p.shape[-1]
+    if n < lanes:
+        return _lanes_reduce(p * q, lanes)
+    full = n - n % lanes
+    shape = p.shape[:-1] + (full // lanes, lanes)
+    pv, qv = p[..., :full].reshape(shape), q[..., :full].reshape(shape)
+    acc = pv[..., 0, :] * qv[..., 0, :]
+    for k in range(1, full // lanes):
+        acc = acc + pv[..., k, :] * qv[..., k, :]
+    if n > full:
+        acc[..., : n - full] = _fma(p[..., full:], q[..., full:], acc[..., : n - full])
+    while acc.shape[-1] > 1:
+        half = acc.shape[-1] // 2
+        acc = acc[..., :half] + acc[..., half:]
+    return acc[..., 0]
+
+
+def layer_norm_backward(
+    g: np.ndarray,
+    x: np.ndarray,
+    mean: np.ndarray,
+    rstd: np.ndarray,
+    w: np.ndarray | None,
+    n: int,
+    need: tuple[bool, bool, bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(dx, dweight, dbias) as LayerNormBackwardKernel: per row a = rstd,
+    b = (db * mean - ds) * a^3 / n, c = -b * mean - db * a / n, dx = a*dy*w + b*x + c;
+    dweight, dbias summed per thread chunk of rows, then over the threads."""
+    dt = x.dtype.type
+    rows = x.size // n if n else 0
+    shape = x.shape
+    x2 = np.ascontiguousarray(x).reshape(rows, n)
+    g2 = np.ascontiguousarray(np.broadcast_to(g, shape)).reshape(rows, n)
+    lanes = _lanes(x.dtype)
+    wv = None if w is None else w.reshape(n)
+    dx = dw = db = None
+    with np.errstate(all="ignore"):
+        if need[0]:
+            if wv is None:
+                ds = _lanes_dot(g2, x2, lanes)
+                dbs = _lanes_reduce(g2, lanes)
+            else:
+                wb = np.broadcast_to(wv, g2.shape)
+                ds = _lanes_dot(g2 * x2, wb, lanes)
+                dbs = _lanes_dot(g2, wb, lanes)
+            scale = dt(1) / dt(n)
+            a = rstd
+            bb = _fma(dbs, mean, -ds) * a * a * a * scale
+            cc = _fma(-bb, mean, -(dbs * a * scale))
+            first = a[:, None] * g2 if wv is None else a[:, None] * g2 * wv
+            dx = (_fma(bb[:, None], x2, first) + cc[:, None]).reshape(shape)
+        if need[1] or need[2]:
+            chunks = thread_chunks(rows, threads(), 1) if rows else []
+            gsum = np.zeros(n, dt)
+            bsum = np.zeros(n, dt)
+            for lo, hi in chunks:
+                acc_w = np.zeros(n, dt)
+                acc_b = np.zeros(n, dt)
+                for i in range(lo, hi):
+                    a = rstd[i]
+                    b0 = -a * mean[i]
+                    acc_w = _fma(g2[i], _fma(a, x2[i], b0), acc_w)
+                    acc_b = acc_b + g2[i]
+                gsum = gsum + acc_w
+                bsum = bsum + acc_b
+            dw = gsum if need[1] else None
+            db = bsum if need[2] else None
+    return dx, dw, db
+
+
+# ************************************************************ batch norm
+
+
+def _channel_rows(x: np.ndarray) -> np.ndarray:
+    """x as (channels, batch, image) in memory order within each channel."""
+    nb, c = x.shape[0], x.shape[1]
+    return np.ascontiguousarray(x).reshape(nb, c, -1).transpose(1, 0, 2)
+
+
+def _thread_sums(v: np.ndarray, fn: object = None) -> np.ndarray:
+    """Rows of v (rows, channels) added per thread chunk in order in v's dtype, the
+    chunks' sums then added in double: PyTorch's two-pass vertical reduction."""
+    rows = v.shape[0]
+    total = np.zeros(v.shape[1], np.float64)
+    for t, (lo, hi) in enumerate(thread_chunks(rows, threads(), 1)):
+        del t
+        acc = np.zeros(v.shape[1], v.dtype)
+        for i in range(lo, hi):
+            acc = acc + v[i]
+        total = total + acc.astype(np.float64)
+    return total
+
+
+def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, var_sum) per channel as batch_norm_cpu_collect_stats (contiguous input)."""
+    dt = x.dtype.type
+    c = x.shape[1]
+    rows = x.size // c if c else 0
+    image = x.size // (x.shape[0] * c) if x.shape[0] * c else 0
+    with np.errstate(all="ignore"):
+        if image == 1:  # PyTorch's channels-last kernel: rows of channels
+            v = np.ascontiguousarray(x).reshape(rows, c)
+            nthreads = threads()
+            if rows > nthreads:
+                mean = (_thread_sums(v) / rows).astype(dt)
+                d = v - mean
+                var_sum = np.zeros(c, np.float64)
+                for lo, hi in thread_chunks(rows, nthreads, 1):
+                    acc = np.zeros(c, dt)
+                    for i in range(lo, hi):
+                        acc = _fma(d[i], d[i], acc)
+                    var_sum = var_sum + acc
+                return mean, var_sum.astype(dt)
+            if nthreads == 1 or c <= 16 or c > 2048:  # tiles of channels, in float
+                acc = np.zeros(c, dt)
+                for i in range(rows):
+                    acc = acc + v[i]
+                mean = acc / dt(rows)
+                var_sum = np.zeros(c, dt)
+                for i in range(rows):
+                    d = v[i] - mean
+                    var_sum = _fma(d, d, var_sum)
+                return mean, var_sum
+            s = np.cumsum(v.astype(np.float64), axis=0)[-1]
+            mean = (s / rows).astype(dt)
+            d = v - mean
+            return mean, np.cumsum((d * d).astype(np.float64), axis=0)[-1].astype(dt)
+        flat = _channel_rows(x).reshape(c, -1)
+        s = np.cumsum(flat.astype(np.float64), axis=1)[:, -1] if flat.size else np.zeros(c)
+        mean = (s / rows).astype(dt)
+        d = flat - mean[:, None]
+        sq = (d * d).astype(np.float64)
+        var_sum = np.cumsum(sq, axis=1)[:, -1] if sq.size else np.zeros(c)
+        return mean, var_sum.astype(dt)
+
+
+def batch_norm_train(
+    x: np.ndarray, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, invstd, var_sum, rows) of a training step's batch statistics."""
+    dt = x.dtype.type
+    c = x.shape[1]
+    rows = x.size // c
+    mean, var_sum = batch_norm_stats(x)
+    with np.errstate(all="ignore"):
+        var = (var_sum / dt(rows)).astype(np.float64)
+        invstd = np.where((var != 0) | (eps != 0), 1.0 / np.sqrt(var + eps), 0.0).astype(dt)
+    return mean, invstd, var_sum, np.asarray(rows)
+
+
+def update_running(
+    rm: np.ndarray | None,
+    rv: np.ndarray | None,
+    mean: np.ndarray,
+    var_sum: np.ndarray,
+    rows: int,
+    momentum: float,
+) -> None:
+    """Update the running mean and (unbiased) variance in place, as PyTorch's kernel:
+    momentum * stat + (1 - momentum) * running in the input's dtype (the
+    variance's sum in double, one fused multiply-add)."""
+    dt = mean.dtype.type
+    mom = dt(momentum)
+    with np.errstate(all="ignore"):
+        if rm is not None:
+            rm[...] = (mom * mean + (dt(1) - mom) * rm.astype(dt)).astype(rm.dtype)
+        if rv is not None:
+            unbiased = (var_sum / dt(rows - 1)).astype(np.float64)
+            keep = ((dt(1) - mom) * rv.astype(dt)).astype(np.float64)
+            rv[...] = _fma(np.float64(mom), unbiased, keep).astype(rv.dtype)
+
+
+def eval_invstd(rv: np.ndarray, eps: float, dt: type) -> np.ndarray:
+    """1 / sqrt(running_var + eps) in the input's dtype (the forward's eval path)."""
+    with np.errstate(all="ignore"):
+        return (dt(1) / np.sqrt(rv.astype(dt) + dt(eps))).astype(dt)
+
+
+def batch_norm_apply(
+    x: np.ndarray,
+    mean: np.ndarray,
+    invstd: np.ndarray,
+    w: np.ndarray | None,
+    b: np.ndarray | None,
+) -> np.ndarray:
+    """y = fma(x, alpha, beta) with alpha = invstd * w, beta = fma(-mean, alpha, b)."""
+    dt = x.dtype.type
+    c = x.shape[1]
+    with np.errstate(all="ignore"):
+        alpha = invstd.astype(dt) * (np.ones(c, dt) if w is None else w.astype(dt))
+        beta = _fma(-mean.astype(dt), alpha, np.zeros(c, dt) if b is None else b.astype(dt))
+        sh = (1, c) + (1,) * (x.ndim - 2)
+        return _fma(x, alpha.reshape(sh), beta.reshape(sh))
+
+
+def batch_norm_backward(
+    g: np.ndarray,
+    x: np.ndarray,
+    w: np.ndarray | None,
+    mean: np.ndarray,
+    invstd: np.ndarray,
+    train: bool,
+    need: tuple[bool, bool, bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(dx, dweight, dbias) as batch_norm_cpu_backward: sum = sum(dy) and
+    dotp = sum((x - mean) * dy) per channel, then dx = (dy - sum/n - (x - mean) * k)
+    * invstd * w with k = dotp * invstd^2 / n (training) or dy * invstd * w (eval)."""
+    dt = x.dtype.type
+    c = x.shape[1]
+    rows = x.size // c if c else 0
+    image = x.size // (x.shape[0] * c) if x.shape[0] * c else 0
+    g = np.ascontiguousarray(np.broadcast_to(g, x.shape))
+    wv = np.ones(c, dt) if w is None else w.astype(dt)
+    sh = (1, c) + (1,) * (x.ndim - 2)
+    with np.errstate(all="ignore"):
+        if image == 1:
+            v = np.ascontiguousarray(x).reshape(rows, c)
+            gv = g.reshape(rows, c)
+            total = _thread_sums(gv).astype(dt)
+            dp = np.zeros(c, np.float64)
+            d = v - mean
+            for lo, hi in thread_chunks(rows, threads(), 1) if rows else []:
+                acc = np.zeros(c, dt)
+                for i in range(lo, hi):
+                    acc = _fma(d[i], gv[i], acc)
+                dp = dp + acc
+            dotp = dp.astype(dt)
+            if train:
+                k = dotp * invstd * invstd / dt(rows)
+                gmean = total / dt(rows)
+            grad_w = dotp * invstd
+            grad_b = total
+        else:
+            xr = _channel_rows(x)  # (c, batch, image)
+            gr = _channel_rows(g)
+            lanes = _lanes(x.dtype)
+            part_s = _lanes_reduce(gr, lanes).astype(np.float64)
+            part_d = _lanes_dot(xr - mean[:, None, None], gr, lanes).astype(np.float64)
+            s = np.cumsum(part_s, axis=1)[:, -1] if part_s.size else np.zeros(c)
+            dp = np.cumsum(part_d, axis=1)[:, -1] if part_d.size else np.zeros(c)
+            if train:
+                k = dp.astype(dt) * invstd * invstd / dt(rows)
+                gmean = (s / rows).astype(dt) if rows else np.full(c, np.nan, dt)
+            grad_w = (dp * invstd).astype(dt)
+            grad_b = s.astype(dt)
+        dx = None
+        if need[0]:
+            if train and image == 1:
+                # the channels-last kernel: its vector body fuses, its tail does not
+                d = x - mean
+                body = c - c % _lanes(x.dtype)
+                t = g - gmean - d * k
+                t[:, :body] = _fma(-d[:, :body], k[:body], g[:, :body] - gmean[:body])
+                dx = t * invstd * wv
+            elif train:
+                t = _fma(-(x - mean.reshape(sh)), k.reshape(sh), g - gmean.reshape(sh))
+                dx = t * invstd.reshape(sh) * wv.reshape(sh)
+            else:
+                dx = g * invstd.reshape(sh) * wv.reshape(sh)
+    return dx, (grad_w if need[1] else None), (grad_b if need[2] else None)
+
+
+def backward_eval_invstd(rv: np.ndarray, eps: float, dt: type) -> np.ndarray:
+    """The backward's eval invstd: 1 / sqrt(running_var + eps) in double, then rounded."""
+    with np.errstate(all="ignore"):
+        return (1.0 / np.sqrt(rv.astype(np.float64) + eps)).astype(dt)
