@@ -1,0 +1,315 @@
+"""Layer and batch normalisation compared with PyTorch 2.13: F.layer_norm, nn.LayerNorm,
+F.batch_norm, nn.BatchNorm1d and nn.BatchNorm2d. The same calls run against torch and
+against the `torch` module an adcli script sees; they must agree on values (float32
+bit for bit, float64 within 1e-12), the gradients of input, weight and bias (bit for
+bit too: adcli's backward rounds as PyTorch's kernels), second derivatives, the
+running statistics over several steps, grad_fn names, printed forms, state_dict
+keys and buffers, and the error's type and sentence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from adcli.core.session import build_modules  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+AD = build_modules()["torch"]
+
+
+def _arr(t: Any) -> np.ndarray:
+    return np.asarray(t.detach().numpy() if hasattr(t, "numpy") else t)
+
+
+def _same(a: Any, b: Any, dtype: str) -> None:
+    a, b = _arr(a), _arr(b)
+    assert a.shape == b.shape
+    if dtype == "float64":
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    else:
+        np.testing.assert_array_equal(a, b)
+
+
+def _data(shape: tuple[int, ...], seed: int, scale: float = 1.0, shift: float = 0.0) -> np.ndarray:
+    r = np.random.default_rng(seed)
+    return r.standard_normal(shape) * scale + shift
+
+
+def _lib(m: Any, a: np.ndarray, dtype: str, rg: bool = True) -> Any:
+    return m.tensor(a.tolist(), dtype=getattr(m, dtype), requires_grad=rg)
+
+
+# ************************************************************ layer norm
+
+LN_CASES = [
+    ((4, 3), (3,)),
+    ((2, 5, 7), (7,)),
+    ((3, 4, 6), (4, 6)),
+    ((8, 17), (17,)),
+    ((2, 40), (40,)),
+    ((3, 130), (130,)),
+    ((2, 2, 300), (300,)),
+    ((5,), (5,)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+@pytest.mark.parametrize(("shape", "ns"), LN_CASES)
+def test_layer_norm_values_and_grads(shape: Any, ns: Any, affine: str, dtype: str) -> None:
+    x0 = _data(shape, 1, 3.0, 1.0)
+    w0, b0, g0 = _data(ns, 2), _data(ns, 3), _data(shape, 4)
+    results = []
+    for m in (torch, AD):
+        x = _lib(m, x0, dtype)
+        w = _lib(m, w0, dtype) if affine != "none" else None
+        b = _lib(m, b0, dtype) if affine == "both" else None
+        y = m.nn.functional.layer_norm(x, ns, w, b, 1e-5)
+        y.backward(_lib(m, g0, dtype, False))
+        results.append(
+            (
+                y,
+                y.grad_fn.name(),
+                x.grad,
+                None if w is None else w.grad,
+                None if b is None else b.grad,
+            )
+        )
+    (yt, nt, *gt), (ya, na, *ga) = results
+    assert na == nt == "NativeLayerNormBackward0"
+    _same(ya, yt, dtype)
+    for a, t in zip(ga, gt, strict=True):
+        assert (a is None) == (t is None)
+        if t is not None:
+            _same(a, t, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_double_backward(dtype: str) -> None:
+    x0, w0, b0 = _data((2, 3), 5), _data((3,), 6), _data((3,), 7)
+    out = []
+    for m in (torch, AD):
+        x, w, b = _lib(m, x0, dtype), _lib(m, w0, dtype), _lib(m, b0, dtype)
+        y = m.nn.functional.layer_norm(x, (3,), w, b)
+        loss = (y * y * _lib(m, np.array([1.0, 2.0, 3.0]), dtype, False)).sum()
+        gx, gw = m.autograd.grad(loss, (x, w), create_graph=True)
+        names = (gx.grad_fn.name(), gw.grad_fn.name())
+        (gx.pow(2).sum() + (gw * gx.sum(0)).sum()).backward()
+        out.append((gx, gw, names, x.grad, w.grad, b.grad))
+    t, a = out
+    _same(a[0], t[0], dtype)  # first order: the kernel's values
+    _same(a[1], t[1], dtype)
+    assert a[2] == t[2] == ("NativeLayerNormBackwardBackward0",) * 2
+    tol = 1e-5 if dtype == "float32" else 1e-10
+    for ai, ti in zip(a[3:5], t[3:5], strict=True):
+        np.testing.assert_allclose(_arr(ai), _arr(ti), rtol=tol, atol=tol)
+    assert (a[5] is None) == (t[5] is None)
+
+
+def test_layer_norm_forward_ad() -> None:
+    x0, w0, t0 = _data((2, 4), 8), _data((4,), 9), _data((2, 4), 10)
+    out = []
+    for m in (torch, AD):
+        fwad = m.autograd.forward_ad
+        with fwad.dual_level():
+            x = fwad.make_dual(_lib(m, x0, "float64", False), _lib(m, t0, "float64", False))
+            y = m.nn.functional.layer_norm(x, (4,), _lib(m, w0, "float64", False))
+            out.append(fwad.unpack_dual(y).tangent)
+    _same(out[1], out[0], "float64")
+
+
+def test_layer_norm_module() -> None:
+    for args, kw in [((3,), {}), (((2, 3),), {"eps": 1e-3, "elementwise_affine": False})]:
+        lt, la = torch.nn.LayerNorm(*args, **kw), AD.nn.LayerNorm(*args, **kw)
+        assert repr(la) == repr(lt)
+        assert list(la.state_dict()) == list(lt.state_dict())
+        assert la.normalized_shape == lt.normalized_shape
+    lt, la = torch.nn.LayerNorm([3], bias=False), AD.nn.LayerNorm([3], bias=False)
+    assert repr(la) == repr(lt) == "LayerNorm((3,), eps=1e-05, elementwise_affine=True, bias=False)"
+    assert list(la.state_dict()) == ["weight"] and la.bias is None
+    x0 = _data((2, 3), 11)
+    _same(la(_lib(AD, x0, "float32")), lt(_lib(torch, x0, "float32")), "float32")
+
+
+# ************************************************************ batch norm
+
+BN_SHAPES = [(4, 3), (2, 3), (100, 4), (3, 20), (5, 3, 7), (7, 2, 33), (2, 3, 4, 4), (2, 40)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", BN_SHAPES)
+def test_batch_norm_values_grads_and_stats(shape: Any, training: bool, dtype: str) -> None:
+    c = shape[1]
+    x0, g0 = _data(shape, 12, 2.0, 3.0), _data(shape, 13)
+    w0, b0 = _data((c,), 14), _data((c,), 15)
+    rm0, rv0 = _data((c,), 16), np.abs(_data((c,), 17)) + 0.5
+    out = []
+    for m in (torch, AD):
+        x, w, b = _lib(m, x0, dtype), _lib(m, w0, dtype), _lib(m, b0, dtype)
+        rm, rv = _lib(m, rm0, dtype, False), _lib(m, rv0, dtype, False)
+        y = m.nn.functional.batch_norm(x, rm, rv, w, b, training, 0.1, 1e-5)
+        y.backward(_lib(m, g0, dtype, False))
+        out.append((y, y.grad_fn.name(), rm, rv, x.grad, w.grad, b.grad, rm._version))
+    t, a = out
+    assert a[1] == t[1] == "NativeBatchNormBackward0"
+    for ai, ti in zip(a[:7], t[:7], strict=True):
+        if not isinstance(ti, str):
+            _same(ai, ti, dtype)
+    assert a[7] == t[7]  # the kernel updates the running statistics without a version bump
+
+
+@pytest.mark.parametrize("momentum", [0.1, None, 0.5])
+@pytest.mark.parametrize("dims", [1, 2])
+def test_batch_norm_module_steps(momentum: Any, dims: int) -> None:
+    shape = (6, 3) if dims == 1 else (2, 3, 2, 2)
+    out = []
+    for m in (torch, AD):
+        bn = (m.nn.BatchNorm1d if dims == 1 else m.nn.BatchNorm2d)(3, momentum=momentum)
+        trace = []
+        for step in range(4):
+            y = bn(_lib(m, _data(shape, 20 + step, 1.5, step), "float32"))
+            trace += [y, bn.running_mean.clone(), bn.running_var.clone()]
+        trace.append(bn.num_batches_tracked.item())
+        bn.eval()
+        trace.append(bn(_lib(m, _data(shape, 30), "float32")))
+        out.append(trace)
+    t, a = out
+    for ai, ti in zip(a, t, strict=True):
+        if isinstance(ti, int):
+            assert ai == ti
+        else:
+            _same(ai, ti, "float32")
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"affine": False},
+        {"track_running_stats": False},
+        {"affine": False, "track_running_stats": False, "momentum": None},
+        {"bias": False, "eps": 1e-3},
+    ],
+)
+def test_batch_norm_module_options(kw: dict[str, Any]) -> None:
+    bt, ba = torch.nn.BatchNorm1d(3, **kw), AD.nn.BatchNorm1d(3, **kw)
+    assert repr(ba) == repr(bt)
+    assert list(ba.state_dict()) == list(bt.state_dict())
+    assert [n for n, _ in ba.named_buffers()] == [n for n, _ in bt.named_buffers()]
+    assert [n for n, _ in ba.named_parameters()] == [n for n, _ in bt.named_parameters()]
+    x0 = _data((5, 3), 40, 2.0)
+    for mode in ("train", "eval"):
+        getattr(bt, mode)()
+        getattr(ba, mode)()
+        yt, ya = bt(_lib(torch, x0, "float32")), ba(_lib(AD, x0, "float32"))
+        _same(ya, yt, "float32")
+    for (na, va), (nt, vt) in zip(ba.state_dict().items(), bt.state_dict().items(), strict=True):
+        assert na == nt
+        _same(va, vt, "float32")
+
+
+def test_batch_norm_reprs() -> None:
+    assert (
+        repr(AD.nn.BatchNorm1d(3))
+        == repr(torch.nn.BatchNorm1d(3))
+        == "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+        "track_running_stats=True)"
+    )
+    assert repr(AD.nn.BatchNorm2d(4, eps=1e-3, momentum=None)) == repr(
+        torch.nn.BatchNorm2d(4, eps=1e-3, momentum=None)
+    )
+    model = [
+        m.nn.Sequential(m.nn.Linear(2, 3), m.nn.BatchNorm1d(3), m.nn.LayerNorm(3))
+        for m in (torch, AD)
+    ]
+    assert repr(model[1]) == repr(model[0])
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_double_backward(training: bool) -> None:
+    x0, w0, b0 = _data((4, 3), 50, 1.0, 0.5), _data((3,), 51), _data((3,), 52)
+    out = []
+    for m in (torch, AD):
+        x, w, b = _lib(m, x0, "float64"), _lib(m, w0, "float64"), _lib(m, b0, "float64")
+        rm, rv = m.zeros(3, dtype=m.float64), m.ones(3, dtype=m.float64) * 2
+        y = m.nn.functional.batch_norm(x, rm, rv, w, b, training)
+        gx, gw = m.autograd.grad((y.pow(3)).sum(), (x, w), create_graph=True)
+        (gx.pow(2).sum() + gw.pow(2).sum()).backward()
+        out.append((gx, gw, gx.grad_fn.name(), x.grad, w.grad, b.grad))
+    t, a = out
+    assert a[2] == t[2] == "NativeBatchNormBackwardBackward0"
+    for ai, ti in zip(a[:2] + a[3:], t[:2] + t[3:], strict=True):
+        np.testing.assert_allclose(_arr(ai), _arr(ti), rtol=1e-10, atol=1e-12)
+
+
+# ************************************************************ errors
+
+
+def _error(m: Any, fn: Callable[[Any], Any]) -> tuple[str, str]:
+    try:
+        fn(m)
+    except Exception as e:  # noqa: BLE001
+        kind = next(c.__name__ for c in type(e).__mro__ if c.__module__ == "builtins")
+        return kind, str(e).split("\nException raised from")[0]
+    return "ok", ""
+
+
+def _t(m: Any, *shape: int) -> Any:
+    return m.ones(*shape)
+
+
+ERRORS: dict[str, Callable[[Any], Any]] = {
+    "ln_shape": lambda m: m.nn.functional.layer_norm(_t(m, 2, 4), (3,)),
+    "ln_shape_long": lambda m: m.nn.functional.layer_norm(_t(m, 2, 4), (2, 4, 1)),
+    "ln_weight": lambda m: m.nn.functional.layer_norm(_t(m, 2, 4), [4], _t(m, 3)),
+    "ln_bias": lambda m: m.nn.functional.layer_norm(_t(m, 2, 4), [4], None, _t(m, 3)),
+    "ln_int_shape": lambda m: m.nn.functional.layer_norm(_t(m, 2, 4), 4),
+    "ln_empty_shape": lambda m: m.nn.functional.layer_norm(_t(m, 2, 4), ()),
+    "ln_module_1d": lambda m: m.nn.LayerNorm(4)(_t(m, 3)),
+    "ln_long": lambda m: m.nn.functional.layer_norm(m.tensor([1, 2, 3, 4]), (4,)),
+    "ln_mixed": lambda m: m.nn.functional.layer_norm(_t(m, 2, 4).double(), (4,), _t(m, 4)),
+    "bn_batch_1": lambda m: m.nn.BatchNorm1d(3)(_t(m, 1, 3)),
+    "bn_batch_1_3d": lambda m: m.nn.BatchNorm1d(3)(_t(m, 1, 3, 1)),
+    "bn_4d": lambda m: m.nn.BatchNorm1d(3)(_t(m, 2, 3, 2, 2)),
+    "bn_1d": lambda m: m.nn.BatchNorm1d(3)(_t(m, 3)),
+    "bn_channels": lambda m: m.nn.BatchNorm1d(3)(_t(m, 2, 4)),
+    "bn2d_3d": lambda m: m.nn.BatchNorm2d(3)(_t(m, 2, 3, 4)),
+    "bn2d_channels": lambda m: m.nn.BatchNorm2d(3)(_t(m, 2, 4, 2, 2)),
+    "bn_weight": lambda m: m.nn.functional.batch_norm(
+        _t(m, 2, 3), m.zeros(3), m.ones(3), training=True, weight=_t(m, 4)
+    ),
+    "bn_eval_no_stats": lambda m: m.nn.functional.batch_norm(_t(m, 2, 3), None, None),
+    "bn_f_batch_1": lambda m: m.nn.functional.batch_norm(
+        _t(m, 1, 3), m.zeros(3), m.ones(3), training=True
+    ),
+    "bn_eval_batch_1": lambda m: m.nn.BatchNorm1d(3).eval()(_t(m, 1, 3)),
+    "bn_long": lambda m: m.nn.functional.batch_norm(
+        m.tensor([[1, 2, 3], [4, 5, 6]]), m.zeros(3), m.ones(3), training=True
+    ),
+    "bn_eps": lambda m: m.nn.functional.batch_norm(_t(m, 2, 3), None, None, training=True, eps=0.0),
+}
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors(name: str) -> None:
+    assert _error(AD, ERRORS[name]) == _error(torch, ERRORS[name])
+
+
+def test_no_grad_and_requires_grad() -> None:
+    """Under no_grad no node is recorded; the running statistics still move."""
+    out = []
+    for m in (torch, AD):
+        bn = m.nn.BatchNorm1d(2)
+        with m.no_grad():
+            y = bn(_lib(m, _data((3, 2), 60), "float32"))
+        out.append((y.requires_grad, y.grad_fn, bn.running_mean.clone()))
+    (rt, ft, mt), (ra, fa, ma) = out
+    assert (ra, fa) == (rt, ft) == (False, None)
+    _same(ma, mt, "float32")
