@@ -1257,6 +1257,64 @@ def misc_ops(g: Gen) -> Plan | None:
     p = rng.choice(("", ", p=1.0", ", p=3.0", ", compute_mode='use_mm_for_euclid_dist'"))
     kinks = [("zero", [a]), ("zero", [b])]
     return Plan(f"torch.cdist({a}, {b}{p})", [a, b], TRANSC, kinks, "cdist")
+# ---------------------------------------------------------------- normalisation
+
+
+def normalisation(g: Gen) -> Plan | None:
+    """F.layer_norm / nn.LayerNorm over the last dims, F.batch_norm / nn.BatchNorm1d in
+    training (batch statistics, running ones updated) and eval mode."""
+    rng = g.rng
+    x = g.any_tensor("f", lambda t: t.ndim >= 1 and t.numel() > 0)
+    if not x:
+        return None
+    v = g.ns[x]
+    shape = tuple(v.shape)
+    dt = v.dtype
+    if rng.random() < 0.5 or v.ndim < 2:
+        k = 1 if v.ndim < 2 or rng.random() < 0.7 else 2
+        ns = shape[-k:]
+        inputs = [x]
+        affine = ""
+        if rng.random() < 0.6:
+            w = g.need(ns, "f", dt)
+            if not w:
+                return None
+            inputs.append(w)
+            affine = f", {w}"
+            if rng.random() < 0.6:
+                b = g.need(ns, "f", dt)
+                if not b:
+                    return None
+                inputs.append(b)
+                affine += f", {b}"
+        eps = rng.choice(("", ", eps=1e-3", ", eps=0.5"))
+        forms = [f"F.layer_norm({x}, {_tuple(ns)}{affine}{eps})"]
+        if len(inputs) == 1:
+            forms.append(f"torch.nn.LayerNorm({list(ns)}, elementwise_affine=False{eps})({x})")
+        if k == 1 and dt == torch.float32:
+            forms.append(f"torch.nn.LayerNorm({ns[0]})({x})")
+        return Plan(rng.choice(forms), inputs, TRANSC, [], "layer_norm")
+    c = shape[1]
+    training = rng.random() < 0.7
+    inputs = [x]
+    args = ""
+    if rng.random() < 0.6:
+        w = g.need((c,), "f", dt)
+        b = g.need((c,), "f", dt) if w else ""
+        if not (w and b):
+            return None
+        inputs += [w, b]
+        args = f", {w}, {b}"
+    kind = "torch.float64" if dt == torch.float64 else "torch.float32"
+    stats = f"torch.zeros({c}, dtype={kind}), torch.full(({c},), 1.5, dtype={kind})"
+    if training and rng.random() < 0.4:
+        stats = "None, None"
+    mom = rng.choice(("", ", momentum=0.3"))
+    forms = [f"F.batch_norm({x}, {stats}{args}, training={training}{mom})"]
+    if v.ndim in (2, 3) and dt == torch.float32 and len(inputs) == 1:
+        forms.append(f"torch.nn.BatchNorm1d({c})({x})")
+        forms.append(f"torch.nn.BatchNorm1d({c}, affine=False, momentum=None)({x})")
+    return Plan(rng.choice(forms), inputs, TRANSC, [], "batch_norm")
 
 
 # ---------------------------------------------------------------- choosing
@@ -1281,6 +1339,7 @@ FAMILIES = (
     (tutorial, 6),
     (misc_ops, 4),
     (conv_pool, 4),
+    (normalisation, 3),
 )
 
 
