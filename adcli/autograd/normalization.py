@@ -202,8 +202,10 @@ def _channel_shape(x: np.ndarray) -> tuple[int, ...]:
 
 
 class NativeBatchNorm(Function):
-    """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1): the batch's
-    statistics when training (updating the running ones), else the running ones"""
+    """(x - mean) / sqrt(var + eps) * weight + bias per channel (dim 1)
+
+    The batch's statistics when training (updating the running ones), else the
+    running ones."""
 
     grad_fn_name = "NativeBatchNormBackward0"
 
