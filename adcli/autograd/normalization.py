@@ -24,13 +24,16 @@ from .tensor import Tensor
 
 
 class _Valued(Function):
-    """A gradient built from Tensor operations, carrying the kernel's values."""
+    """A gradient built from Tensor operations, carrying the kernel's values. Its other
+    inputs are those of PyTorch's node (the incoming gradient, input, weight): the
+    node is recorded when one of them requires grad, as PyTorch's is, though the
+    Tensor-operation graph carries all the dependence (so they get no gradient)."""
 
-    def forward(ctx, a, value):
+    def forward(ctx, a, *deps, value):
         return value
 
     def backward(ctx, g):
-        return (g,)
+        return (g,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 
 def _valued_row(name: str) -> type[Function]:
@@ -46,10 +49,13 @@ _BN_GRAD = _valued_row("NativeBatchNormBackwardBackward0")
 
 
 def _finish(
-    row: type[Function], values: tuple[Any, ...], graph: tuple[Any, ...] | None
+    row: type[Function],
+    values: tuple[Any, ...],
+    graph: tuple[Any, ...] | None,
+    deps: tuple[Tensor | None, ...] = (),
 ) -> tuple[Tensor | None, ...]:
     """The gradients: the kernel's values, on the Tensor-operation graph when one
-    was built (create_graph)."""
+    was built (create_graph), under `row`'s name with PyTorch's inputs `deps`."""
     out: list[Tensor | None] = []
     for i, v in enumerate(values):
         if v is None:
@@ -57,7 +63,7 @@ def _finish(
         elif graph is None or graph[i] is None:
             out.append(Tensor._make(np.ascontiguousarray(v)))
         else:
-            out.append(row.apply(graph[i], value=np.ascontiguousarray(v)))
+            out.append(row.apply(graph[i], *deps, value=np.ascontiguousarray(v)))
     return tuple(out)
 
 
@@ -117,7 +123,7 @@ class NativeLayerNorm(Function):
                 _sum_lead(g * xhat, lead) if need[1] else None,
                 _sum_lead(g, lead) if need[2] else None,
             )
-        return _finish(_LN_GRAD, values, graph)
+        return _finish(_LN_GRAD, values, graph, (g, x, w))
 
     def jvp(ctx, ts, xs, r):
         (tx, tw, tb), (x, w, _) = ts, xs
@@ -247,7 +253,7 @@ class NativeBatchNorm(Function):
                 ops.sum_dims(g * xhat, dims, False) if need[1] else None,
                 ops.sum_dims(g, dims, False) if need[2] else None,
             )
-        return _finish(_BN_GRAD, values, graph)
+        return _finish(_BN_GRAD, values, graph, (g, x, w))
 
     def jvp(ctx, ts, xs, r):
         (tx, tw, tb), (x, w, _) = ts, xs
@@ -339,12 +345,167 @@ def batch_norm(
     )
 
 
-def _verify_batch_size(size: Any) -> None:
-    """PyTorch's refusal to train on one value per channel."""
+def _verify_batch_size(size: Any, plain: bool = False) -> None:
+    """PyTorch's refusal to train on one value per channel (`size` printed as a list
+    when `plain`: group_norm passes one)."""
     n = size[0] if len(size) else 1
     for s in size[2:]:
         n *= s
     if n == 1:
         raise ValueError(
-            f"Expected more than 1 value per channel when training, got input size {size}"
+            "Expected more than 1 value per channel when training, got input size "
+            f"{list(size) if plain else size}"
         )
+
+
+# ************************************************************ group norm
+
+
+def _gn_parts(x: Tensor, groups: int, eps: float) -> tuple[Tensor, Tensor]:
+    """(xhat, rstd) of x normalised per (sample, group), in x's shape, as Tensor ops."""
+    xd = x.data_
+    blocks = ops.reshape(x, (xd.shape[0], groups, -1))
+    xhat, rstd, _ = _ln_parts(blocks, 1, eps)
+    return ops.reshape(xhat, xd.shape), rstd
+
+
+def _per_group(t: Tensor, xhat: Tensor, rstd: Tensor, groups: int) -> Tensor:
+    """The normalisation's Jacobian applied to t, per (sample, group) block."""
+    shape = t.data_.shape
+    block = (shape[0], groups, -1)
+    r = _project(ops.reshape(t, block), ops.reshape(xhat, block), rstd, (2,))
+    return ops.reshape(r, shape)
+
+
+class NativeGroupNorm(Function):
+    """(x - mean) / sqrt(var + eps) per (sample, group of channels), then weight * . + bias
+    per channel"""
+
+    grad_fn_name = "NativeGroupNormBackward0"
+
+    def forward(ctx, x, w, b, groups, eps):
+        y, mean, rstd = normkernels.group_norm(x.data_, groups, _data(w), _data(b), eps)
+        ctx.groups, ctx.eps, ctx.mean, ctx.rstd = groups, eps, mean, rstd
+        ctx.save(x, w)
+        return y
+
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        values = normkernels.group_norm_backward(
+            g.data_, x.data_, ctx.mean, ctx.rstd, _data(w), ctx.groups, need
+        )
+        if grad_mode.state.enabled:
+            # create_graph: PyTorch then computes the gradient from Tensor operations
+            # (its infinitely differentiable group_norm backward), ending in a view
+            xd = x.data_
+            xhat, rstd = _gn_parts(x, ctx.groups, ctx.eps)
+            dims = (0,) + tuple(range(2, xd.ndim))
+            wb = None if w is None else ops.reshape(w, _channel_shape(xd))
+            c = (xd.shape[1],)
+            return (
+                _per_group(g if wb is None else g * wb, xhat, rstd, ctx.groups)
+                if need[0]
+                else None,
+                ops.view(ops.sum_dims(g * xhat, dims, False), c) if need[1] else None,
+                ops.view(ops.sum_dims(g, dims, False), c) if need[2] else None,
+            )
+        return _finish(_LN_GRAD, values, None)  # (values only: no node)
+
+    def jvp(ctx, ts, xs, r):
+        (tx, tw, tb), (x, w, _) = ts, xs
+        xhat, rstd = _gn_parts(x, ctx.groups, ctx.eps)
+        sh = _channel_shape(x.data_)
+        dx = None
+        if tx is not None:
+            dx = _per_group(tx, xhat, rstd, ctx.groups)
+            dx = dx if w is None else dx * ops.reshape(w, sh)
+        return _lin(
+            dx,
+            None if tw is None else xhat * ops.reshape(tw, sh),
+            None if tb is None else ops.reshape(tb, sh),
+        )
+
+
+def group_norm(
+    input: Tensor,  # noqa: A002 - PyTorch's name
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """input normalised per sample over each group of num_groups groups of channels
+    (dim 1), then scaled by weight and shifted by bias per channel."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            "group_norm(): argument 'input' (position 1) must be Tensor, not "
+            f"{type(input).__name__}"
+        )
+    xd = input.data_
+    if xd.ndim < 2:
+        raise RuntimeError(
+            f"Expected at least 2 dimensions for input tensor but received {xd.ndim}"
+        )
+    n, c = xd.shape[0], xd.shape[1]
+    _verify_batch_size([n * c // num_groups, num_groups] + list(xd.shape[2:]), plain=True)
+    shape = list(xd.shape)
+    if c % num_groups:
+        raise RuntimeError(
+            "Expected number of channels in input to be divisible by num_groups, but got "
+            f"input of shape {shape} and num_groups={num_groups}"
+        )
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.data_.ndim != 1 or t.data_.size != c):
+            raise RuntimeError(
+                f"Expected {name} to be a vector of size equal to the number of channels in "
+                f"input, but got {name} of shape {list(t.data_.shape)} and input of shape "
+                f"{shape}"
+            )
+    _check_float(input, "GroupNormKernelImpl")
+    return NativeGroupNorm.apply(input, weight, bias, groups=int(num_groups), eps=float(eps))
+
+
+# ************************************************************ instance norm
+
+
+def instance_norm(
+    input: Tensor,  # noqa: A002 - PyTorch's name
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """Each sample's channels normalised over their own positions: PyTorch's batch_norm
+    of the input viewed as one sample of batch * channels channels (weight, bias and
+    running statistics repeated per sample; the running ones then averaged back)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(
+            "instance_norm(): argument 'input' (position 1) must be Tensor, not "
+            f"{type(input).__name__}"
+        )
+    size = input.shape
+    if use_input_stats:
+        spatial = 1
+        for s in size[2:]:
+            spatial *= s
+        if spatial == 1:
+            raise ValueError(
+                f"Expected more than 1 spatial element when training, got input size {size}"
+            )
+    xd = input.data_
+    b, c = xd.shape[0], xd.shape[1]
+
+    def rep(t: Tensor | None) -> Tensor | None:
+        return None if t is None else ops.repeat(t, b)
+
+    rm, rv = rep(running_mean), rep(running_var)
+    flat = ops.view(ops.contiguous(input), (1, b * c) + tuple(xd.shape[2:]))
+    out = batch_norm(flat, rm, rv, rep(weight), rep(bias), use_input_stats, momentum, eps)
+    with grad_mode.no_grad():
+        for stat, tiled in ((running_mean, rm), (running_var, rv)):
+            if stat is not None:
+                stat.copy_(ops.mean(ops.view(tiled, (b, c)), 0))
+    return ops.view(out, tuple(xd.shape))

@@ -425,3 +425,111 @@ def backward_eval_invstd(rv: np.ndarray, eps: float, dt: type) -> np.ndarray:
     """The backward's eval invstd: 1 / sqrt(running_var + eps) in double, then rounded."""
     with np.errstate(all="ignore"):
         return (1.0 / np.sqrt(rv.astype(np.float64) + eps)).astype(dt)
+
+
+# ************************************************************ group norm
+
+
+def group_norm(
+    x: np.ndarray, groups: int, w: np.ndarray | None, b: np.ndarray | None, eps: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(y, mean, rstd) as GroupNormKernelImpl: each (sample, group) block's moments as
+    layer_norm's rows, rstd = 1 / sqrt(var + eps) with eps in double; then per
+    channel scale = rstd * w, bias = fma(-scale, mean, b), y = fma(scale, x, bias)
+    (without weight and bias: (x - mean) * rstd)."""
+    dt = x.dtype.type
+    n, c = x.shape[0], x.shape[1]
+    hw = x.size // (n * c) if n * c else 0
+    d = c // groups
+    rows = n * groups
+    x3 = np.ascontiguousarray(x).reshape(rows, d, hw)
+    if x.size == 0:
+        return x.copy(), np.zeros(rows, dt), np.zeros(rows, dt)
+    mean, var = rowwise_moments(x3.reshape(rows, d * hw))
+    with np.errstate(all="ignore"):
+        rstd = (1.0 / np.sqrt(np.maximum(var, dt(0)).astype(np.float64) + eps)).astype(dt)
+        if w is None and b is None:
+            y = (x3 - mean[:, None, None]) * rstd[:, None, None]
+        else:
+            wv = (np.ones(c, dt) if w is None else w.astype(dt)).reshape(groups, d)
+            bv = (np.zeros(c, dt) if b is None else b.astype(dt)).reshape(groups, d)
+            scale = rstd.reshape(n, groups, 1) * wv  # (n, groups, d)
+            bias = _fma(-scale, mean.reshape(n, groups, 1), bv)
+            y = _fma(scale.reshape(rows, d, 1), x3, bias.reshape(rows, d, 1))
+    return y.reshape(x.shape), mean, rstd
+
+
+def group_norm_backward(
+    g: np.ndarray,
+    x: np.ndarray,
+    mean: np.ndarray,
+    rstd: np.ndarray,
+    w: np.ndarray | None,
+    groups: int,
+    need: tuple[bool, bool, bool],
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """(dx, dweight, dbias) as GroupNormBackwardKernelImpl: per (sample, channel)
+    ds = sum(dy * x) and db = sum(dy) over the plane; per block
+    c2 = (db' * mean - ds') * rstd^3 / (d * hw), c3 = -c2 * mean - db' * rstd / (d * hw)
+    with ds', db' the channels' sums weighted by w; dx = c1 * dy + c2 * x + c3 with
+    c1 = rstd * w; dweight = sum over samples of (ds - db * mean) * rstd."""
+    dt = x.dtype.type
+    n, c = x.shape[0], x.shape[1]
+    hw = x.size // (n * c) if n * c else 0
+    d = c // groups
+    lanes = _lanes(x.dtype)
+    xp = np.ascontiguousarray(x).reshape(n, c, hw)
+    gp = np.ascontiguousarray(np.broadcast_to(g, x.shape)).reshape(n, c, hw)
+    dx = dw = db = None
+    with np.errstate(all="ignore"):
+        ds = _lanes_reduce(gp * xp, lanes)  # (n, c): here the tail is not fused
+        dbs = _lanes_reduce(gp, lanes)
+        mean2, rstd2 = mean.reshape(n, groups), rstd.reshape(n, groups)
+        if need[0]:
+            wv = np.ones(c, dt) if w is None else w.astype(dt)
+            wg = wv.reshape(groups, d)
+            # one block runs inline, more in OpenMP's outlined copy of the loop: the
+            # two copies fuse the leftover channels' multiply-adds differently
+            fused = n * groups > 1 and threads() > 1
+            ds_g = _weighted_channel_sum(ds.reshape(n, groups, d), wg, lanes, fused)
+            db_g = _weighted_channel_sum(dbs.reshape(n, groups, d), wg, lanes, fused)
+            s = dt(1) / dt(d * hw)
+            c2 = _fma(db_g, mean2, -ds_g) * rstd2 * rstd2 * rstd2 * s
+            c3 = _fma(-(db_g * rstd2), s, -c2 * mean2)
+            c1 = rstd2[:, :, None] * wg  # (n, groups, d)
+            x4 = xp.reshape(n, groups, d, hw)
+            g4 = gp.reshape(n, groups, d, hw)
+            dx = _fma(c1[..., None], g4, c2[:, :, None, None] * x4) + c3[:, :, None, None]
+            dx = dx.reshape(x.shape)
+        if need[1]:
+            acc = np.zeros((groups, d), dt)
+            for i in range(n):
+                t = _fma(-dbs[i].reshape(groups, d), mean2[i][:, None], ds[i].reshape(groups, d))
+                acc = _fma(t, rstd2[i][:, None], acc)
+            dw = acc.reshape(c)
+        if need[2]:
+            acc = np.zeros(c, dt)
+            for i in range(n):
+                acc = acc + dbs[i]
+            db = acc
+    return dx, dw, db
+
+
+def _weighted_channel_sum(
+    v: np.ndarray, wg: np.ndarray, lanes: int, fused_tail: bool
+) -> np.ndarray:
+    """sum over a block's channels of v * w as CalcDsDb: whole vectors of channels
+    accumulated per lane (fused), the lanes added in order from 0, then the other
+    channels (fused where `fused_tail`)."""
+    d = v.shape[-1]
+    full = d - d % lanes
+    total = np.zeros(v.shape[:-1], v.dtype)
+    if full:
+        acc = np.zeros(v.shape[:-1] + (lanes,), v.dtype)
+        for j in range(0, full, lanes):
+            acc = _fma(v[..., j : j + lanes], wg[:, j : j + lanes], acc)
+        for lane in range(lanes):
+            total = total + acc[..., lane]
+    for j in range(full, d):
+        total = _fma(v[..., j], wg[:, j], total) if fused_tail else total + v[..., j] * wg[:, j]
+    return total

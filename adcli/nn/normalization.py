@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import dtypes, grad_mode, normalization, ops
+from ..autograd import config, dtypes, grad_mode, normalization, ops
 from ..autograd.tensor import Tensor
 from . import init
 from .module import Module, attrs
@@ -206,5 +206,140 @@ class BatchNorm2d(_BatchNorm):
             raise ValueError(f"expected 4D input (got {nd}D input)")
 
 
-MODULES = (LayerNorm, BatchNorm1d, BatchNorm2d)
-FUNCTIONS = {"layer_norm": normalization.layer_norm, "batch_norm": normalization.batch_norm}
+class GroupNorm(Module):
+    """Normalises each sample over groups of channels, then a per-channel affine map."""
+
+    __ad_attrs__ = attrs(
+        "num_groups", "num_channels", "eps", "affine", "weight", "bias", "reset_parameters"
+    )
+    __ad_settable__ = Module.__ad_settable__ | {"weight", "bias", "eps"}
+
+    def __init__(
+        self,
+        num_groups: int,
+        num_channels: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(_tensor((num_channels,), dtype, 0.0))
+            if bias:
+                self.bias = Parameter(_tensor((num_channels,), dtype, 0.0))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Weight ones, bias zeros."""
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return normalization.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+            f"bias={self.bias is not None}"
+        )
+
+
+class _InstanceNorm(_BatchNorm):
+    """Shared by InstanceNorm1d and InstanceNorm2d: each sample's channels normalised over
+    their positions (no affine map and no running statistics by default)."""
+
+    _no_batch_dim = 2
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+        device: Any = None,
+        dtype: Any = None,
+        *,
+        bias: bool = True,
+    ) -> None:
+        super().__init__(
+            num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias
+        )
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        nd = input.data_.ndim
+        feature_dim = nd - self._no_batch_dim
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"expected input's size at dim={feature_dim} to match num_features"
+                    f" ({self.num_features}), but got: {input.shape[feature_dim]}."
+                )
+            config.warn(
+                f"input's size at dim={feature_dim} does not match num_features. "
+                "You can silence this warning by not passing in num_features, "
+                "which is not used because affine=False"
+            )
+        if nd == self._no_batch_dim:
+            return ops.squeeze(self._instance(ops.unsqueeze(input, 0)), 0)
+        return self._instance(input)
+
+    def _instance(self, input: Tensor) -> Tensor:
+        return normalization.instance_norm(
+            input,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            self.training or not self.track_running_stats,
+            self.momentum if self.momentum is not None else 0.0,
+            self.eps,
+        )
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of (N, C, L) or (C, L) input."""
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        nd = input.data_.ndim
+        if nd not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {nd}D input)")
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of (N, C, H, W) or (C, H, W) input."""
+
+    _no_batch_dim = 3
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        nd = input.data_.ndim
+        if nd not in (3, 4):
+            raise ValueError(f"expected 3D or 4D input (got {nd}D input)")
+
+
+MODULES = (LayerNorm, BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d)
+FUNCTIONS = {
+    "layer_norm": normalization.layer_norm,
+    "batch_norm": normalization.batch_norm,
+    "group_norm": normalization.group_norm,
+    "instance_norm": normalization.instance_norm,
+}

@@ -471,7 +471,8 @@ _NO_POOL = (
 )
 _NO_NORM = (
     "this normalisation layer is not available in adcli: use torch.nn.LayerNorm, "
-    "torch.nn.BatchNorm1d or torch.nn.BatchNorm2d, or normalise with mean() and var()"
+    "BatchNorm1d, BatchNorm2d, GroupNorm or InstanceNorm1d/2d, or normalise with mean() "
+    "and var()"
 )
 _NO_RNN = (
     "recurrent layers are not available in adcli: write the recurrence with torch.nn.Linear "
@@ -502,8 +503,8 @@ for _module, _names, _hint in (
     ("torch", "conv3d", _NO_CONV),
     ("torch.nn", "MaxPool1d MaxPool3d AvgPool1d AdaptiveAvgPool2d", _NO_POOL),
     ("torch.nn.functional", "max_pool1d avg_pool1d", _NO_POOL),
-    ("torch.nn", "BatchNorm3d GroupNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d", _NO_NORM),
-    ("torch.nn.functional", "group_norm instance_norm", _NO_NORM),
+    ("torch.nn", "BatchNorm3d InstanceNorm3d LocalResponseNorm RMSNorm", _NO_NORM),
+    ("torch.nn.functional", "local_response_norm rms_norm", _NO_NORM),
     ("torch.nn", "RNN LSTM GRU RNNCell LSTMCell GRUCell", _NO_RNN),
 ):
     ALTERNATIVES.update({f"{_module}.{n}": _hint for n in _names.split()})
