@@ -454,12 +454,13 @@ def group_norm(
             "Expected number of channels in input to be divisible by num_groups, but got "
             f"input of shape {shape} and num_groups={num_groups}"
         )
+    # (PyTorch's bias sentence shows the weight's shape: [0] for no weight)
+    wshape = [0] if weight is None else list(weight.data_.shape)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and (t.data_.ndim != 1 or t.data_.size != c):
             raise RuntimeError(
                 f"Expected {name} to be a vector of size equal to the number of channels in "
-                f"input, but got {name} of shape {list(t.data_.shape)} and input of shape "
-                f"{shape}"
+                f"input, but got {name} of shape {wshape} and input of shape {shape}"
             )
     _check_float(input, "GroupNormKernelImpl")
     return NativeGroupNorm.apply(input, weight, bias, groups=int(num_groups), eps=float(eps))

@@ -313,3 +313,114 @@ def test_no_grad_and_requires_grad() -> None:
     (rt, ft, mt), (ra, fa, ma) = out
     assert (ra, fa) == (rt, ft) == (False, None)
     _same(ma, mt, "float32")
+
+
+# ************************************************************ group and instance norm
+
+GN_CASES = [((2, 4, 3), 2), ((3, 6), 3), ((2, 16, 4), 2), ((1, 4, 20), 1), ((2, 6, 2, 2), 3)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+@pytest.mark.parametrize(("shape", "groups"), GN_CASES)
+def test_group_norm_values_and_grads(shape: Any, groups: int, affine: str, dtype: str) -> None:
+    c = shape[1]
+    x0, w0, b0, g0 = _data(shape, 70, 2.0, 1.0), _data((c,), 71), _data((c,), 72), _data(shape, 73)
+    results = []
+    for m in (torch, AD):
+        x = _lib(m, x0, dtype)
+        w = _lib(m, w0, dtype) if affine != "none" else None
+        b = _lib(m, b0, dtype) if affine == "both" else None
+        y = m.nn.functional.group_norm(x, groups, w, b)
+        y.backward(_lib(m, g0, dtype, False))
+        results.append(
+            (
+                y,
+                y.grad_fn.name(),
+                x.grad,
+                None if w is None else w.grad,
+                None if b is None else b.grad,
+            )
+        )
+    (yt, nt, *gt), (ya, na, *ga) = results
+    assert na == nt == "NativeGroupNormBackward0"
+    _same(ya, yt, dtype)
+    for a, t in zip(ga, gt, strict=True):
+        assert (a is None) == (t is None)
+        if t is not None:
+            _same(a, t, dtype)
+
+
+def test_group_norm_double_backward_and_module() -> None:
+    x0 = _data((2, 4, 5), 74)
+    out = []
+    for m in (torch, AD):
+        gn = m.nn.GroupNorm(2, 4).double()
+        x = _lib(m, x0, "float64")
+        gx, gw = m.autograd.grad((gn(x) ** 3).sum(), (x, gn.weight), create_graph=True)
+        (gx.pow(2).sum() + gw.sum()).backward()
+        out.append((repr(gn), list(gn.state_dict()), gx.grad_fn.name(), gx, gw, x.grad))
+    t, a = out
+    assert (
+        a[:3]
+        == t[:3]
+        == (
+            "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)",
+            ["weight", "bias"],
+            "ViewBackward0",
+        )
+    )
+    for ai, ti in zip(a[3:], t[3:], strict=True):
+        np.testing.assert_allclose(_arr(ai), _arr(ti), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dims", [1, 2])
+def test_instance_norm_module(dims: int) -> None:
+    shape = (2, 3, 5) if dims == 1 else (2, 3, 2, 3)
+    out = []
+    for m in (torch, AD):
+        cls = m.nn.InstanceNorm1d if dims == 1 else m.nn.InstanceNorm2d
+        inn = cls(3, affine=True, track_running_stats=True)
+        trace = [repr(inn), repr(cls(3)), list(inn.state_dict())]
+        for step in range(3):
+            x = _lib(m, _data(shape, 80 + step, 2.0, step), "float32")
+            y = inn(x)
+            y.backward(_lib(m, _data(shape, 90 + step), "float32", False))
+            trace += [
+                y.grad_fn.name(),
+                y,
+                x.grad,
+                inn.running_mean.clone(),
+                inn.running_var.clone(),
+            ]
+        inn.eval()
+        trace.append(inn(_lib(m, _data(shape, 99), "float32")))
+        y = cls(3)(_lib(m, _data(shape[1:], 98), "float32"))
+        trace += [y.grad_fn.name(), y, inn.weight.grad, inn.bias.grad]
+        out.append(trace)
+    t, a = out
+    for ai, ti in zip(a, t, strict=True):
+        if isinstance(ti, (str, list)):
+            assert ai == ti
+        else:
+            _same(ai, ti, "float32")
+
+
+GN_ERRORS: dict[str, Callable[[Any], Any]] = {
+    "gn_divisible": lambda m: m.nn.functional.group_norm(_t(m, 2, 3), 2),
+    "gn_1d": lambda m: m.nn.functional.group_norm(_t(m, 3), 1),
+    "gn_one_value": lambda m: m.nn.functional.group_norm(_t(m, 1, 4), 4),
+    "gn_weight": lambda m: m.nn.functional.group_norm(_t(m, 2, 4, 3), 2, _t(m, 3)),
+    "gn_bias": lambda m: m.nn.functional.group_norm(_t(m, 2, 4, 3), 2, None, _t(m, 3)),
+    "gn_module": lambda m: m.nn.GroupNorm(2, 3),
+    "gn_long": lambda m: m.nn.functional.group_norm(m.tensor([[1, 2], [3, 4]]), 1),
+    "in_spatial": lambda m: m.nn.functional.instance_norm(_t(m, 2, 4)),
+    "in_spatial_module": lambda m: m.nn.InstanceNorm1d(4)(_t(m, 2, 4, 1)),
+    "in_4d": lambda m: m.nn.InstanceNorm1d(4)(_t(m, 2, 4, 1, 3)),
+    "in_affine_features": lambda m: m.nn.InstanceNorm1d(3, affine=True)(_t(m, 2, 4, 5)),
+}
+
+
+@pytest.mark.parametrize("name", list(GN_ERRORS))
+def test_group_instance_errors(name: str) -> None:
+    assert _error(AD, GN_ERRORS[name]) == _error(torch, GN_ERRORS[name])

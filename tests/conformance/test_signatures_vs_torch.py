@@ -387,6 +387,18 @@ CASES: list[Case] = [
         eps=1e-3,
     ),
     c("F.batch_norm", input=A("b234"), running_mean=A("v"), running_var=A("pw")),
+    c("F.group_norm", input=A("m24"), num_groups=2, weight=A("v4"), bias=None, eps=1e-3),
+    c(
+        "F.instance_norm",
+        input=A("b234"),
+        running_mean=A("v"),
+        running_var=A("pw"),
+        weight=A("w"),
+        bias=A("v"),
+        use_input_stats=True,
+        momentum=0.5,
+        eps=1e-3,
+    ),
     c(
         "F.embedding",
         input=A("eidx"),

@@ -1262,7 +1262,8 @@ def misc_ops(g: Gen) -> Plan | None:
 
 def normalisation(g: Gen) -> Plan | None:
     """F.layer_norm / nn.LayerNorm over the last dims, F.batch_norm / nn.BatchNorm1d in
-    training (batch statistics, running ones updated) and eval mode."""
+    training (batch statistics, running ones updated) and eval mode, F.group_norm,
+    F.instance_norm / nn.InstanceNorm1d."""
     rng = g.rng
     x = g.any_tensor("f", lambda t: t.ndim >= 1 and t.numel() > 0)
     if not x:
@@ -1295,6 +1296,19 @@ def normalisation(g: Gen) -> Plan | None:
             forms.append(f"torch.nn.LayerNorm({ns[0]})({x})")
         return Plan(rng.choice(forms), inputs, TRANSC, [], "layer_norm")
     c = shape[1]
+    if rng.random() < 0.3:  # group and instance norm
+        if rng.random() < 0.5:
+            groups = rng.choice([k for k in (1, 2, 3) if c % k == 0] or [1])
+            if rng.random() < 0.5:
+                w = g.need((c,), "f", dt)
+                if not w:
+                    return None
+                return Plan(f"F.group_norm({x}, {groups}, {w})", [x, w], TRANSC, [], "group_norm")
+            return Plan(f"F.group_norm({x}, {groups})", [x], TRANSC, [], "group_norm")
+        forms = [f"F.instance_norm({x})"]
+        if v.ndim in (2, 3) and dt == torch.float32:
+            forms.append(f"torch.nn.InstanceNorm1d({c})({x})")
+        return Plan(rng.choice(forms), [x], TRANSC, [], "instance_norm")
     training = rng.random() < 0.7
     inputs = [x]
     args = ""
