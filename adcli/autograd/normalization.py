@@ -30,9 +30,11 @@ class _Valued(Function):
     Tensor-operation graph carries all the dependence (so they get no gradient)."""
 
     def forward(ctx, a, *deps, value):
+        ctx.save(*deps)  # as PyTorch's node saves them: a second pass finds them freed
         return value
 
     def backward(ctx, g):
+        ctx.saved_tensors  # noqa: B018 - raises PyTorch's error once they were freed
         return (g,) + (None,) * (len(ctx.needs_input_grad) - 1)
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import config, dtypes, grad_mode, normalization, ops
+from ..autograd import dtypes, grad_mode, normalization, ops
+from ..autograd.config import config
 from ..autograd.tensor import Tensor
 from . import init
 from .module import Module, attrs

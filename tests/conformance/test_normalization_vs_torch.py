@@ -424,3 +424,31 @@ GN_ERRORS: dict[str, Callable[[Any], Any]] = {
 @pytest.mark.parametrize("name", list(GN_ERRORS))
 def test_group_instance_errors(name: str) -> None:
     assert _error(AD, GN_ERRORS[name]) == _error(torch, GN_ERRORS[name])
+
+
+def test_second_pass_through_a_freed_gradient_graph() -> None:
+    """The gradient's node keeps its inputs as PyTorch's does: a second backward
+    through it after the first freed them fails with PyTorch's error (fuzz norm1:589)."""
+    out = []
+    for m in (torch, AD):
+        x = m.tensor([[[1.0, -1.0]]], requires_grad=True)
+        w = m.tensor([-1.0])
+        y = m.nn.functional.batch_norm(x, None, None, w, w, training=True)
+        (g,) = m.autograd.grad(y.sum(), x, create_graph=True)
+        g.sum().backward()
+        out.append(_error(m, lambda m, g=g: g.sum().backward(inputs=[g])))
+    assert out[1] == out[0] and out[0][0] == "RuntimeError"
+
+
+def test_instance_norm_feature_warning() -> None:
+    """A feature count that does not match (affine=False) warns as PyTorch does (fuzz
+    norm1:14)."""
+    import warnings
+
+    texts = []
+    for m in (torch, AD):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m.nn.InstanceNorm1d(2)(m.ones(3, 2) * m.arange(2.0))
+        texts.append([str(w.message) for w in caught if "num_features" in str(w.message)])
+    assert texts[1] == texts[0] and len(texts[0]) == 1
