@@ -46,7 +46,6 @@ def _valued_row(name: str) -> type[Function]:
     return cls
 
 
-_LN_GRAD = _valued_row("NativeLayerNormBackwardBackward0")
 _BN_GRAD = _valued_row("NativeBatchNormBackwardBackward0")
 
 
@@ -67,6 +66,11 @@ def _finish(
         else:
             out.append(row.apply(graph[i], *deps, value=np.ascontiguousarray(v)))
     return tuple(out)
+
+
+def _values(values: tuple[Any, ...]) -> tuple[Tensor | None, ...]:
+    """The kernel's gradients as plain tensors (no graph: create_graph is off)."""
+    return tuple(None if v is None else Tensor._make(np.ascontiguousarray(v)) for v in values)
 
 
 def _data(t: Tensor | None) -> np.ndarray | None:
@@ -106,26 +110,22 @@ class NativeLayerNorm(Function):
     def backward(ctx, g):
         x, w, b = ctx.saved_tensors
         need = ctx.needs_input_grad
+        if grad_mode.state.enabled:  # create_graph: a node of its own, as PyTorch's
+            outs = NativeLayerNormBackward.apply(
+                g, x, w, k=ctx.k, n=ctx.n, mean=ctx.mean, rstd=ctx.rstd, need=need
+            )
+            return tuple(o if want else None for o, want in zip(outs, need, strict=True))
         dx, dw, db = normkernels.layer_norm_backward(
             g.data_, x.data_, ctx.mean, ctx.rstd, _data(w), ctx.n, need
         )
         wshape = x.data_.shape[x.data_.ndim - ctx.k :]
-        values = (
-            dx,
-            None if dw is None else dw.reshape(wshape),
-            None if db is None else db.reshape(wshape),
-        )
-        graph = None
-        if grad_mode.state.enabled:  # create_graph: the same gradient, differentiable
-            xhat, rstd, dims = _ln_parts(x, ctx.k, ctx.eps)
-            lead = tuple(range(x.data_.ndim - ctx.k))
-            gw = g if w is None else g * w
-            graph = (
-                _project(gw, xhat, rstd, dims) if need[0] else None,
-                _sum_lead(g * xhat, lead) if need[1] else None,
-                _sum_lead(g, lead) if need[2] else None,
+        return _values(
+            (
+                dx,
+                None if dw is None else dw.reshape(wshape),
+                None if db is None else db.reshape(wshape),
             )
-        return _finish(_LN_GRAD, values, graph, (g, x, w))
+        )
 
     def jvp(ctx, ts, xs, r):
         (tx, tw, tb), (x, w, _) = ts, xs
@@ -135,6 +135,102 @@ class NativeLayerNorm(Function):
             dx = _project(tx, xhat, rstd, dims)
             dx = dx if w is None else dx * w
         return _lin(dx, None if tw is None else xhat * tw, tb)
+
+
+class NativeLayerNormBackward(Function):
+    """layer_norm's gradients (input, weight, bias) from the incoming gradient
+
+    Its own backward is PyTorch's layer_norm_double_backward, in Tensor operations
+    with the forward's mean and rstd as constants (as PyTorch's are), so second
+    derivatives come out as PyTorch's do, signs of zeros included."""
+
+    grad_fn_name = "NativeLayerNormBackwardBackward0"
+    multi_output = True
+
+    def forward(ctx, g, x, w, k, n, mean, rstd, need):
+        ctx.k, ctx.n, ctx.mean, ctx.rstd = k, n, mean, rstd
+        ctx.save(g, x, w)
+        dx, dw, db = normkernels.layer_norm_backward(
+            g.data_, x.data_, mean, rstd, _data(w), n, need
+        )
+        xd = x.data_
+        wshape = xd.shape[xd.ndim - k :]
+        empty = np.zeros(0, xd.dtype)  # an output nobody asked for (PyTorch's undefined)
+        return (
+            empty if dx is None else dx,
+            empty if dw is None else dw.reshape(wshape),
+            empty if db is None else db.reshape(wshape),
+        )
+
+    def backward(ctx, ggx, ggw, ggb):
+        g, x, w = ctx.saved_tensors
+        return _layer_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb)
+
+
+def _layer_norm_double_backward(
+    ctx: Function,
+    g: Tensor,
+    x: Tensor,
+    w: Tensor | None,
+    ggx: Tensor | None,
+    ggw: Tensor | None,
+    ggb: Tensor | None,
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """(d/dg, d/dx, d/dw) of <ggx, dx> + <ggw, dw> + <ggb, db>, by PyTorch's formula:
+    rows of n elements, mean and rstd constants, x - mean the only path to x."""
+    xd = x.data_
+    n = ctx.n
+    rows = xd.size // n if n else 0
+    dt = xd.dtype
+    x2 = ops.reshape(x, (rows, n))
+    g2 = ops.reshape(g, (rows, n))
+    xc = x2 - Tensor._make(ctx.mean.reshape(rows, 1).astype(dt))
+    r1 = Tensor._make(ctx.rstd.reshape(rows, 1).astype(dt))
+    r2, r3 = ops.pow(r1, 2), ops.pow(r1, 3)
+    gamma = ops.reshape(w, (1, n)) if w is not None else Tensor._make(np.ones(1, dt))
+    ggx2 = None if ggx is None else ops.reshape(ggx, (rows, n))
+    ggw2 = None if ggw is None or w is None else ops.reshape(ggw, (1, n))
+    ggb2 = None if ggb is None or w is None else ops.reshape(ggb, (1, n))
+
+    def rowsum(t: Tensor) -> Tensor:
+        return ops.sum_dims(t, (1,), True)
+
+    xc_r3 = xc * r3
+    d_x = None
+    if ggx2 is not None:
+        gxhat = g2 * gamma
+        s_gx_xc, s_gx = rowsum(gxhat * xc), rowsum(gxhat)
+        s_gg, s_gg_xc = rowsum(ggx2), rowsum(ggx2 * xc)
+        inner = (s_gg * s_gx) / n - rowsum(ggx2 * gxhat) + (r2 * s_gx_xc * s_gg_xc) * (3.0 / n)
+        d_x = (
+            (xc_r3 * inner) / n
+            + (s_gg_xc * r3) / n * (s_gx / n - gxhat)
+            + (s_gx_xc * r3) / n * (s_gg / n - ggx2)
+        )
+    if ggw2 is not None:
+        u = g2 * ggw2
+        term = u * r1 + (r1 * rowsum(u)) / (-n) + (xc_r3 * rowsum(u * xc)) / (-n)
+        d_x = term if d_x is None else d_x + term
+
+    def first_grad(t: Tensor, scale: Tensor) -> Tensor:
+        # layer_norm's input gradient for an incoming gradient t and weight `scale`
+        return (scale * r1) / n * (n * t - rowsum(t) - (xc * r2) * rowsum(t * xc))
+
+    d_w = None
+    if w is not None and ggx2 is not None:
+        ones = Tensor._make(np.ones((), dt))
+        d_w = ops.reshape(ops.sum_dims(g2 * first_grad(ggx2, ones), (0,), False), w.data_.shape)
+    d_g = None
+    if ggx2 is not None:
+        d_g = first_grad(ggx2, gamma)
+    if ggw2 is not None:
+        term = ggw2 * xc * r1
+        d_g = term if d_g is None else d_g + term
+    if ggb2 is not None:
+        d_g = ggb2 if d_g is None else d_g + ggb2
+    if d_g is not None:
+        d_g = ops.reshape(ops.expand(d_g, rows, n), xd.shape)
+    return d_g, None if d_x is None else ops.reshape(d_x, xd.shape), d_w
 
 
 def _sum_lead(t: Tensor, lead: tuple[int, ...]) -> Tensor:
@@ -412,7 +508,7 @@ class NativeGroupNorm(Function):
                 ops.view(ops.sum_dims(g * xhat, dims, False), c) if need[1] else None,
                 ops.view(ops.sum_dims(g, dims, False), c) if need[2] else None,
             )
-        return _finish(_LN_GRAD, values, None)  # (values only: no node)
+        return _values(values)
 
     def jvp(ctx, ts, xs, r):
         (tx, tw, tb), (x, w, _) = ts, xs
