@@ -1,10 +1,12 @@
 """Layer and batch normalisation: the operation rows and their public functions.
 
 Each row's forward runs the kernel of normkernels.py (PyTorch's roundings) and its
-backward gives PyTorch's kernel values too. With create_graph the backward also
-builds the gradient from Tensor operations (so double backward and Hessians work)
-and hands it on carrying the kernel's values, under the node name PyTorch gives the
-gradient (NativeLayerNormBackwardBackward0, ...).
+backward gives PyTorch's kernel values too. With create_graph the gradient is a
+node of its own, as in PyTorch (NativeLayerNormBackwardBackward0,
+NativeBatchNormBackwardBackward0): the kernel's values forward, PyTorch's double
+backward formula in Tensor operations backward (so Hessians and third derivatives
+go on through ordinary ops). group_norm's create_graph gradient is, as PyTorch's,
+built from Tensor operations directly.
 
 This module sits above functions.py (it runs the ops and its rows' backwards call
 them); adcli/autograd/__init__.py loads it so the rows are registered.
@@ -21,51 +23,6 @@ from . import grad_mode, normkernels, ops
 from .functions import _lin
 from .node import Function
 from .tensor import Tensor
-
-
-class _Valued(Function):
-    """A gradient built from Tensor operations, carrying the kernel's values. Its other
-    inputs are those of PyTorch's node (the incoming gradient, input, weight): the
-    node is recorded when one of them requires grad, as PyTorch's is, though the
-    Tensor-operation graph carries all the dependence (so they get no gradient)."""
-
-    def forward(ctx, a, *deps, value):
-        ctx.save(*deps)  # as PyTorch's node saves them: a second pass finds them freed
-        return value
-
-    def backward(ctx, g):
-        ctx.saved_tensors  # noqa: B018 - raises PyTorch's error once they were freed
-        return (g,) + (None,) * (len(ctx.needs_input_grad) - 1)
-
-
-def _valued_row(name: str) -> type[Function]:
-    """A `_Valued` row shown as PyTorch's node `name` (not in the op registry)."""
-    cls = type(name, (_Valued,), {"__doc__": f"a gradient shown as PyTorch's {name}"})
-    type.__setattr__(cls, "grad_fn_name", name)
-    type.__setattr__(cls, "__ad_type_name__", name)
-    return cls
-
-
-_BN_GRAD = _valued_row("NativeBatchNormBackwardBackward0")
-
-
-def _finish(
-    row: type[Function],
-    values: tuple[Any, ...],
-    graph: tuple[Any, ...] | None,
-    deps: tuple[Tensor | None, ...] = (),
-) -> tuple[Tensor | None, ...]:
-    """The gradients: the kernel's values, on the Tensor-operation graph when one
-    was built (create_graph), under `row`'s name with PyTorch's inputs `deps`."""
-    out: list[Tensor | None] = []
-    for i, v in enumerate(values):
-        if v is None:
-            out.append(None)
-        elif graph is None or graph[i] is None:
-            out.append(Tensor._make(np.ascontiguousarray(v)))
-        else:
-            out.append(row.apply(graph[i], *deps, value=np.ascontiguousarray(v)))
-    return tuple(out)
 
 
 def _values(values: tuple[Any, ...]) -> tuple[Tensor | None, ...]:
@@ -329,29 +286,21 @@ class NativeBatchNorm(Function):
             back_invstd = normkernels.backward_eval_invstd(rv, eps, dt)
         ctx.training, ctx.eps = training, eps
         ctx.mean, ctx.invstd = mean, back_invstd
+        ctx.running_var = None if training else rv.astype(dt)
         ctx.save(x, w)
         return normkernels.batch_norm_apply(xd, mean, invstd, _data(w), _data(b))
 
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
-        values = normkernels.batch_norm_backward(
-            g.data_, x.data_, _data(w), ctx.mean, ctx.invstd, ctx.training, need
-        )
-        graph = None
-        if grad_mode.state.enabled:  # create_graph: the same gradient, differentiable
-            xhat, invstd, dims = _bn_parts(ctx, x)
-            wb = None if w is None else ops.reshape(w, _channel_shape(x.data_))
-            gw = g if wb is None else g * wb
-            dx = None
-            if need[0]:
-                dx = _project(gw, xhat, invstd, dims) if ctx.training else gw * invstd
-            graph = (
-                dx,
-                ops.sum_dims(g * xhat, dims, False) if need[1] else None,
-                ops.sum_dims(g, dims, False) if need[2] else None,
+        if grad_mode.state.enabled:  # create_graph: a node of its own, as PyTorch's
+            outs = NativeBatchNormBackward.apply(g, x, w, fwd=ctx, need=need)
+            return tuple(o if want else None for o, want in zip(outs, need, strict=True))
+        return _values(
+            normkernels.batch_norm_backward(
+                g.data_, x.data_, _data(w), ctx.mean, ctx.invstd, ctx.training, need
             )
-        return _finish(_BN_GRAD, values, graph, (g, x, w))
+        )
 
     def jvp(ctx, ts, xs, r):
         (tx, tw, tb), (x, w, _) = ts, xs
@@ -366,6 +315,112 @@ class NativeBatchNorm(Function):
             None if tw is None else xhat * ops.reshape(tw, sh),
             None if tb is None else ops.reshape(tb, sh),
         )
+
+
+class NativeBatchNormBackward(Function):
+    """batch_norm's gradients (input, weight, bias) from the incoming gradient
+
+    Its own backward is PyTorch's batchnorm_double_backward in Tensor operations, the
+    statistics constants (as PyTorch's are)."""
+
+    grad_fn_name = "NativeBatchNormBackwardBackward0"
+    multi_output = True
+
+    def forward(ctx, g, x, w, fwd, need):
+        ctx.training, ctx.eps, ctx.mean = fwd.training, fwd.eps, fwd.mean
+        ctx.invstd, ctx.running_var = fwd.invstd, fwd.running_var
+        ctx.save(g, x, w)
+        values = normkernels.batch_norm_backward(
+            g.data_, x.data_, _data(w), fwd.mean, fwd.invstd, fwd.training, need
+        )
+        empty = np.zeros(0, x.data_.dtype)  # an output nobody asked for
+        return tuple(empty if v is None else v for v in values)
+
+    def backward(ctx, ggx, ggw, ggb):
+        g, x, w = ctx.saved_tensors
+        return _batch_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb)
+
+
+def _batch_norm_double_backward(
+    ctx: Function,
+    g: Tensor,
+    x: Tensor,
+    w: Tensor | None,
+    ggx: Tensor | None,
+    ggw: Tensor | None,
+    ggb: Tensor | None,
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """(d/dg, d/dx, d/dw) of <ggx, dx> + <ggw, dw> + <ggb, db>, by PyTorch's formula:
+    per channel over m = numel / channels values, the statistics constants."""
+    xd = x.data_
+    dt = xd.dtype
+    sh = _channel_shape(xd)
+    m = xd.size // xd.shape[1]
+    training = ctx.training
+
+    def chsum(t: Tensor, keep: bool = True) -> Tensor:
+        # over every dim but the channels: dim 0 first, then the others from the last
+        t = ops.sum_dims(t, (0,), keep)
+        if keep:
+            for d in range(t.data_.ndim - 1, 1, -1):
+                t = ops.sum_dims(t, (d,), True)
+        else:
+            for d in range(t.data_.ndim - 1, 0, -1):
+                t = ops.sum_dims(t, (d,), False)
+        return t
+
+    def per_channel(t: Tensor) -> Tensor:
+        return ops.reshape(t, sh)
+
+    affine = w is not None
+    gamma = per_channel(w) if affine else Tensor._make(np.ones((), dt))
+    ggw_b = per_channel(ggw) if affine and ggw is not None else None
+    ggb_b = per_channel(ggb) if affine and ggb is not None else None
+    mu = Tensor._make(ctx.mean.reshape(sh).astype(dt))
+    if training:
+        r1 = Tensor._make(ctx.invstd.reshape(sh).astype(dt))
+    else:
+        r1 = ops.pow(Tensor._make(ctx.running_var.reshape(sh)) + ctx.eps, -0.5)
+    xc = x - mu
+    r2, r3 = ops.pow(r1, 2), ops.pow(r1, 3)
+    xc_r3 = xc * r3
+    s_g_xc = chsum(g * xc)
+    s_g = chsum(g)
+    d_x = None
+    if ggx is not None and training:
+        s_gg, s_gg_xc = chsum(ggx), chsum(ggx * xc)
+        inner = (s_gg * s_g) / m - chsum(g * ggx) + (r2 * s_g_xc * s_gg_xc) * (3.0 / m)
+        d_x = gamma * (
+            (xc_r3 * inner) / m
+            + (s_gg_xc * r3) / m * (s_g / m - g)
+            + (s_g_xc * r3) / m * (s_gg / m - ggx)
+        )
+    if ggw_b is not None:
+        if training:
+            term = ggw_b * (g * r1 + (r1 * s_g) / (-m) + (xc_r3 * chsum(g * xc)) / (-m))
+        else:
+            term = ggw_b * r1 * g
+        d_x = term if d_x is None else d_x + term
+
+    def first_grad(t: Tensor, scale: Tensor) -> Tensor:
+        # batch_norm's training input gradient for an incoming gradient t
+        return (scale * r1) / m * (m * t - chsum(t) - (xc * r2) * chsum(t * xc))
+
+    d_w = None
+    if affine and ggx is not None:
+        if training:
+            d_w = chsum(ggx * first_grad(g, Tensor._make(np.ones((), dt))), False)
+        else:
+            d_w = chsum(ggx * g * r1, False)
+    d_g = None
+    if ggx is not None:
+        d_g = first_grad(ggx, gamma) if training else ggx * r1 * gamma
+    if ggw_b is not None:
+        term = ggw_b * xc * r1
+        d_g = term if d_g is None else d_g + term
+    if ggb_b is not None:
+        d_g = ggb_b if d_g is None else d_g + ggb_b
+    return d_g, d_x, d_w
 
 
 def _bn_parts(ctx: Function, x: Tensor) -> tuple[Tensor, Tensor, tuple[int, ...]]:

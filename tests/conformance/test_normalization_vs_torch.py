@@ -247,21 +247,40 @@ def test_batch_norm_reprs() -> None:
     assert repr(model[1]) == repr(model[0])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("training", [True, False])
-def test_batch_norm_double_backward(training: bool) -> None:
-    x0, w0, b0 = _data((4, 3), 50, 1.0, 0.5), _data((3,), 51), _data((3,), 52)
+@pytest.mark.parametrize("shape", [(4, 3), (5, 3, 7), (2, 3, 2, 2)])
+def test_batch_norm_double_backward(shape: Any, training: bool, dtype: str) -> None:
+    """Second derivatives by PyTorch's batchnorm_double_backward: bit for bit."""
+    c = shape[1]
+    x0, w0, b0 = _data(shape, 50, 1.0, 0.5), _data((c,), 51), _data((c,), 52)
     out = []
     for m in (torch, AD):
-        x, w, b = _lib(m, x0, "float64"), _lib(m, w0, "float64"), _lib(m, b0, "float64")
-        rm, rv = m.zeros(3, dtype=m.float64), m.ones(3, dtype=m.float64) * 2
+        x, w, b = _lib(m, x0, dtype), _lib(m, w0, dtype), _lib(m, b0, dtype)
+        dt = getattr(m, dtype)
+        rm, rv = m.zeros(c, dtype=dt), m.ones(c, dtype=dt) * 2
         y = m.nn.functional.batch_norm(x, rm, rv, w, b, training)
-        gx, gw = m.autograd.grad((y.pow(3)).sum(), (x, w), create_graph=True)
-        (gx.pow(2).sum() + gw.pow(2).sum()).backward()
+        gx, gw, gb = m.autograd.grad((y.pow(3)).sum(), (x, w, b), create_graph=True)
+        (gx.pow(2).sum() + (gw * gb).sum()).backward()
         out.append((gx, gw, gx.grad_fn.name(), x.grad, w.grad, b.grad))
     t, a = out
     assert a[2] == t[2] == "NativeBatchNormBackwardBackward0"
     for ai, ti in zip(a[:2] + a[3:], t[:2] + t[3:], strict=True):
-        np.testing.assert_allclose(_arr(ai), _arr(ti), rtol=1e-10, atol=1e-12)
+        _same(ai, ti, dtype)
+
+
+def test_batch_norm_double_backward_zero_signs() -> None:
+    """The second derivatives' zeros carry PyTorch's signs (fuzz norm1:962)."""
+    out = []
+    for m in (torch, AD):
+        x = m.eye(2, dtype=m.float64, requires_grad=True)
+        w, b = m.tensor([-1.0, -1.0], dtype=m.float64), m.tensor([0.0, 0.5], dtype=m.float64)
+        rm, rv = m.zeros(2, dtype=m.float64), m.ones(2, dtype=m.float64)
+        y = m.nn.functional.batch_norm(x, rm, rv, w, b, training=True)
+        (g,) = m.autograd.grad(y.sum(), x, create_graph=True)
+        (gg,) = m.autograd.grad(g.sum(), x)
+        out.append(np.signbit(_arr(gg)).tolist())
+    assert out[1] == out[0]
 
 
 # ************************************************************ errors
