@@ -151,6 +151,15 @@ def _expanded_0d_rederived(m: Any, x: Any) -> Any:
     return v * x
 
 
+def _nf(m: Any) -> Any:
+    """torch.nn.functional, or adcli's normalisation ops (outside its ops module)."""
+    if m.name == "torch":
+        return m.nn.functional
+    from adcli.autograd import normalization
+
+    return normalization
+
+
 def _inplace_view_cols(m: Any, x: Any) -> Any:
     y = x.exp()
     v = y[:, 0]
@@ -960,6 +969,41 @@ CASES += [
         ("Roll",),
     ),
     Case("roll_dims", lambda m, x: m.roll(x, (1, -2), (0, 1)) ** 2, (S(3, 4),), ("Roll",)),
+    Case(
+        "layer_norm",
+        lambda m, x, w, b: _nf(m).layer_norm(x, (3,), w, b),
+        (S(2, 3), S(3), S(3)),
+        ("NativeLayerNorm", "NativeLayerNormBackward"),
+    ),
+    Case(
+        "layer_norm_2d",
+        lambda m, x: _nf(m).layer_norm(x, (2, 3)) ** 2,
+        (S(2, 2, 3),),
+        ("NativeLayerNorm",),
+    ),
+    Case(
+        "batch_norm_train",
+        lambda m, x, w, b: _nf(m).batch_norm(x, None, None, w, b, True) ** 2,
+        (S(4, 3), S(3), S(3)),
+        ("NativeBatchNorm", "NativeBatchNormBackward"),
+    ),
+    Case(
+        "batch_norm_eval",
+        lambda m, x, w: (
+            _nf(m).batch_norm(
+                x, m.zeros(2, dtype=x.dtype), m.ones(2, dtype=x.dtype) * 2, w, None, False
+            )
+            ** 2
+        ),
+        (S(3, 2, 2), S(2)),
+        ("NativeBatchNorm", "NativeBatchNormBackward"),
+    ),
+    Case(
+        "group_norm",
+        lambda m, x, w, b: _nf(m).group_norm(x, 2, w, b) ** 2,
+        (S(2, 4, 3), S(4), S(4)),
+        ("NativeGroupNorm",),
+    ),
     Case("atan2", lambda m, x, w: m.atan2(x, w), (S(2, 3), S(3, domain="nonzero")), ("Atan2",)),
     Case("arctan2", lambda m, x, w: x.arctan2(w), (S(3, domain="nonzero"), S(3)), ("Atan2",)),
     Case(
