@@ -219,6 +219,11 @@ CASES: list[Case] = [
     ("cross_entropy", [S], lambda T, x: T.F.cross_entropy(x, T.tensor([2, 0, 1]))),
     ("cross_entropy_probs", [S, S], lambda T, x, y: T.F.cross_entropy(
         x, y.softmax(1), label_smoothing=0.1)),
+    ("layer_norm", [S, (4,), (4,)], lambda T, x, w, b: T.F.layer_norm(x, (4,), w, b)),
+    ("batch_norm", [S, (4,)], lambda T, x, w: T.F.batch_norm(x, None, None, w, None, True)),
+    ("batch_norm_eval", [S, (4,)], lambda T, x, b: T.F.batch_norm(
+        x, T.zeros(4, dtype=x.dtype), T.ones(4, dtype=x.dtype), None, b)),
+    ("group_norm", [(2, 4, 3), (4,)], lambda T, x, w: T.F.group_norm(x, 2, w)),
     # in place (the op's value rows: zero_, fill_, copy_) and assignment
     ("zero_", [S], lambda T, x: x.clone().zero_()),
     ("fill_", [S], lambda T, x: x.clone().fill_(2.0)),
