@@ -1,5 +1,6 @@
-"""Normalisation layers: LayerNorm, BatchNorm1d and BatchNorm2d, with PyTorch 2.13's
-parameters, buffers (running statistics in state_dict), checks and printed form."""
+"""Normalisation layers: LayerNorm, BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm1d
+and InstanceNorm2d, with PyTorch 2.13's parameters, buffers (running statistics in
+state_dict), checks and printed form."""
 
 from __future__ import annotations
 
