@@ -105,7 +105,7 @@ class NativeLayerNormBackward(Function):
     multi_output = True
 
     def forward(ctx, g, x, w, k, n, mean, rstd, need):
-        ctx.k, ctx.n, ctx.mean, ctx.rstd = k, n, mean, rstd
+        ctx.k, ctx.n, ctx.mean, ctx.rstd, ctx.need = k, n, mean, rstd, need
         ctx.save(g, x, w)
         dx, dw, db = normkernels.layer_norm_backward(
             g.data_, x.data_, mean, rstd, _data(w), n, need
@@ -122,6 +122,15 @@ class NativeLayerNormBackward(Function):
     def backward(ctx, ggx, ggw, ggb):
         g, x, w = ctx.saved_tensors
         return _layer_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb)
+
+    def jvp(ctx, ts, xs, r):
+        (tg, tx, tw), (g, x, w) = ts, xs
+        again = None
+        if tg is not None:  # linear in g: the same gradients of the tangent
+            again = NativeLayerNormBackward.apply(
+                tg, x, w, k=ctx.k, n=ctx.n, mean=ctx.mean, rstd=ctx.rstd, need=ctx.need
+            )
+        return _second_order_tangents(ctx, _layer_norm_double_backward, g, x, w, tx, tw, again)
 
 
 def _layer_norm_double_backward(
@@ -188,6 +197,32 @@ def _layer_norm_double_backward(
     if d_g is not None:
         d_g = ops.reshape(ops.expand(d_g, rows, n), xd.shape)
     return d_g, None if d_x is None else ops.reshape(d_x, xd.shape), d_w
+
+
+def _second_order_tangents(
+    ctx: Function,
+    double_backward: Any,
+    g: Tensor,
+    x: Tensor,
+    w: Tensor | None,
+    tx: Tensor | None,
+    tw: Tensor | None,
+    again: tuple[Tensor, ...] | None,
+) -> tuple[Tensor | None, ...]:
+    """The tangents of a normalisation's (input, weight, bias) gradients: the second
+    derivatives are symmetric, so the double backward applied to the input's and the
+    weight's tangents gives their part; `again` (the gradients of g's tangent) the rest."""
+    hx = hw = None
+    if tx is not None or tw is not None:
+        _, hx, hw = double_backward(ctx, g, x, w, tx, tw, None)
+    parts = (hx, hw, None)
+    out: list[Tensor | None] = []
+    for i, want in enumerate(ctx.need):
+        if not want:
+            out.append(None)  # an output nobody asked for
+            continue
+        out.append(_lin(parts[i], None if again is None else again[i]))
+    return tuple(out)
 
 
 def _sum_lead(t: Tensor, lead: tuple[int, ...]) -> Tensor:
@@ -327,7 +362,7 @@ class NativeBatchNormBackward(Function):
     multi_output = True
 
     def forward(ctx, g, x, w, fwd, need):
-        ctx.training, ctx.eps, ctx.mean = fwd.training, fwd.eps, fwd.mean
+        ctx.training, ctx.eps, ctx.mean, ctx.need = fwd.training, fwd.eps, fwd.mean, need
         ctx.invstd, ctx.running_var = fwd.invstd, fwd.running_var
         ctx.save(g, x, w)
         values = normkernels.batch_norm_backward(
@@ -339,6 +374,13 @@ class NativeBatchNormBackward(Function):
     def backward(ctx, ggx, ggw, ggb):
         g, x, w = ctx.saved_tensors
         return _batch_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb)
+
+    def jvp(ctx, ts, xs, r):
+        (tg, tx, tw), (g, x, w) = ts, xs
+        again = None
+        if tg is not None:  # linear in g: the same gradients of the tangent
+            again = NativeBatchNormBackward.apply(tg, x, w, fwd=ctx, need=ctx.need)
+        return _second_order_tangents(ctx, _batch_norm_double_backward, g, x, w, tx, tw, again)
 
 
 def _batch_norm_double_backward(

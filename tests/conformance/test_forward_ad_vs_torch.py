@@ -224,6 +224,10 @@ CASES: list[Case] = [
     ("batch_norm_eval", [S, (4,)], lambda T, x, b: T.F.batch_norm(
         x, T.zeros(4, dtype=x.dtype), T.ones(4, dtype=x.dtype), None, b)),
     ("group_norm", [(2, 4, 3), (4,)], lambda T, x, w: T.F.group_norm(x, 2, w)),
+    ("layer_norm_grad", [S, (4,)], lambda T, x, w: _gr(
+        T, lambda r: T.F.layer_norm(r, (4,), w) ** 3, x)),
+    ("batch_norm_grad", [S, (4,)], lambda T, x, w: _gr(
+        T, lambda r: T.F.batch_norm(r, None, None, w, None, True) ** 3, x)),
     # in place (the op's value rows: zero_, fill_, copy_) and assignment
     ("zero_", [S], lambda T, x: x.clone().zero_()),
     ("fill_", [S], lambda T, x: x.clone().fill_(2.0)),

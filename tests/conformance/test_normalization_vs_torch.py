@@ -498,3 +498,24 @@ def test_instance_norm_feature_warning() -> None:
             m.nn.InstanceNorm1d(2)(m.ones(3, 2) * m.arange(2.0))
         texts.append([str(w.message) for w in caught if "num_features" in str(w.message)])
     assert texts[1] == texts[0] and len(texts[0]) == 1
+
+
+@pytest.mark.parametrize("which", ["layer", "batch", "batch_eval"])
+def test_func_hessian_through_the_gradient_rows(which: str) -> None:
+    """torch.func.hessian is forward AD over reverse mode: the gradient rows' tangents
+    (their double backward applied to the tangents, by symmetry)."""
+    x0 = _data((4, 3), 100)
+    out = []
+    for m in (torch, AD):
+        f = m.nn.functional
+
+        def fn(r: Any, m: Any = m, f: Any = f) -> Any:
+            if which == "layer":
+                y = f.layer_norm(r, (3,), m.tensor([1.0, 2.0, -1.0], dtype=m.float64))
+            else:
+                rm, rv = m.zeros(3, dtype=m.float64), m.ones(3, dtype=m.float64) * 2
+                y = f.batch_norm(r, rm, rv, None, None, which == "batch")
+            return (y**3).sum()
+
+        out.append(m.func.hessian(fn)(_lib(m, x0, "float64", False)))
+    np.testing.assert_allclose(_arr(out[1]), _arr(out[0]), rtol=1e-10, atol=1e-12)
