@@ -1262,8 +1262,8 @@ def misc_ops(g: Gen) -> Plan | None:
 
 def normalisation(g: Gen) -> Plan | None:
     """F.layer_norm / nn.LayerNorm over the last dims, F.batch_norm / nn.BatchNorm1d in
-    training (batch statistics, running ones updated) and eval mode, F.group_norm,
-    F.instance_norm / nn.InstanceNorm1d."""
+    training (batch statistics, running ones updated) and eval mode, F.instance_norm /
+    nn.InstanceNorm1d."""
     rng = g.rng
     x = g.any_tensor("f", lambda t: t.ndim >= 1 and t.numel() > 0)
     if not x:
@@ -1296,15 +1296,10 @@ def normalisation(g: Gen) -> Plan | None:
             forms.append(f"torch.nn.LayerNorm({ns[0]})({x})")
         return Plan(rng.choice(forms), inputs, TRANSC, [], "layer_norm")
     c = shape[1]
-    if rng.random() < 0.3:  # group and instance norm
-        if rng.random() < 0.5:
-            groups = rng.choice([k for k in (1, 2, 3) if c % k == 0] or [1])
-            if rng.random() < 0.5:
-                w = g.need((c,), "f", dt)
-                if not w:
-                    return None
-                return Plan(f"F.group_norm({x}, {groups}, {w})", [x, w], TRANSC, [], "group_norm")
-            return Plan(f"F.group_norm({x}, {groups})", [x], TRANSC, [], "group_norm")
+    if rng.random() < 0.2:  # instance norm
+        # (group_norm is left out: under create_graph PyTorch's gradient graph runs
+        # through the forward's node via its mean and rstd outputs, so a later backward
+        # through the forward fails there; adcli's does not yet; see the conformance test)
         forms = [f"F.instance_norm({x})"]
         if v.ndim in (2, 3) and dt == torch.float32:
             forms.append(f"torch.nn.InstanceNorm1d({c})({x})")
