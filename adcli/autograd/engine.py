@@ -382,6 +382,7 @@ def _run(
     grad_mode.state.enabled = create_graph
     global _held
     prev_held, _held = _held, {id(g) for g in root_grads if g is not None}
+    prev_needed, _node.pass_needed = _node.pass_needed, needed
     try:
         for (node, nr), g in zip(edges, root_grads, strict=False):
             buf = buffers.get(node)
@@ -542,6 +543,7 @@ def _run(
     finally:
         grad_mode.state.enabled = prev_mode
         _held = prev_held
+        _node.pass_needed = prev_needed
         if p_event is not None:
             p.end(p_event)
     if event.kind == "backward":

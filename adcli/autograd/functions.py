@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad, softmax64
+from . import node as node_module
 from .node import FREED_MESSAGE, Function, SavedTensorError
 from .storage import converted, iterator_result
 from .summation import nll_cascade_sum, torch_mean, torch_sum
@@ -3463,7 +3464,9 @@ class IndexFillTensor(Function):
         _check_kept(ctx)
         i = Tensor._make(ctx.index)
         ga = ops.index_fill(g, ctx.dim, i, 0.0) if ctx.needs_input_grad[0] else None
-        gv = ops.sum(_index_select(g, ctx.dim, ctx.given)) if ctx.needs_input_grad[1] else None
+        gv = None
+        if node_module.computes(ctx, 1):  # (only then its index_select can refuse)
+            gv = ops.sum(_index_select(g, ctx.dim, ctx.given))
         return ga, gv
 
     def jvp(ctx, ts, xs, r):

@@ -634,6 +634,20 @@ def _result_dtype(data: Any) -> Any:
 # forward_ad.propagate while a dual level is open, else None: `apply` calls it with the
 # node, its inputs and its output(s), so an op costs one test when no level is open.
 fw_hook: Callable[..., None] | None = None
+# The nodes the running backward pass needs (autograd.grad's inputs and the nodes on
+# the way to them), None when it needs all: set by the engine for the pass, so a
+# formula whose kernel can fail computes an input's gradient only when PyTorch's
+# task_should_compute_output would (`computes`).
+pass_needed: set[Any] | None = None
+
+
+def computes(node: Node, i: int) -> bool:
+    """Whether this pass computes `node`'s gradient for input `i`."""
+    if not node.needs_input_grad[i]:
+        return False
+    nxt = node.next_functions[i][0]
+    return pass_needed is None or (nxt is not None and nxt in pass_needed)
+
 
 # profiler._record_apply while a `torch.autograd.profiler.profile` is open, else None;
 # `prof` is that profile (the backward engine records its node ranges into it).
