@@ -3481,15 +3481,16 @@ class IndexAdd(Function):
     grad_fn_name = "IndexAddBackward0"
 
     def forward(ctx, a, src, dim, index, alpha, kept=()):
-        _keep(ctx, index, kept=kept)
+        if ctx.needs_input_grad[1]:  # only source's gradient reads the index: PyTorch
+            _keep(ctx, index, kept=kept)  # saves it only then (so only then is it freed)
         ctx.dim, ctx.index, ctx.alpha, ctx.src_shape = dim, index, alpha, src.data_.shape
         s = src.data_ if alpha == 1 else src.data_ * np.asarray(alpha, src.data_.dtype)
         return _index_write(a.data_, dim, index, s, True)
 
     def backward(ctx, g):
-        _check_kept(ctx)
         gs = None
         if ctx.needs_input_grad[1]:
+            _check_kept(ctx)
             gs = ops.reshape(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
             gs = gs if ctx.alpha == 1 else gs * ctx.alpha
         return g, gs
