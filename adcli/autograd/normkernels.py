@@ -408,11 +408,13 @@ def batch_norm_backward(
         if need[0]:
             if train and image == 1:
                 # the channels-last kernel: its vector body fuses, its tail does not
-                d = x - mean
+                # rows of channels: (n, c, 1, ...) inputs are (n, c) here
+                d = np.ascontiguousarray(x).reshape(rows, c) - mean
+                gv = g.reshape(rows, c)
                 body = c - c % _lanes(x.dtype)
-                t = g - gmean - d * k
-                t[:, :body] = _fma(-d[:, :body], k[:body], g[:, :body] - gmean[:body])
-                dx = t * invstd * wv
+                t = gv - gmean - d * k
+                t[:, :body] = _fma(-d[:, :body], k[:body], gv[:, :body] - gmean[:body])
+                dx = (t * invstd * wv).reshape(x.shape)
             elif train:
                 t = _fma(-(x - mean.reshape(sh)), k.reshape(sh), g - gmean.reshape(sh))
                 dx = t * invstd.reshape(sh) * wv.reshape(sh)
