@@ -3416,14 +3416,17 @@ class ScatterAddSrc(Function):
 
 def _index_select(g: Tensor, dim: int, index: np.ndarray) -> Tensor:
     """g's slices at index along dim (index_select, written as a subscript); its kernel
-    takes no negative index, and names the first one out of range."""
+    takes no negative index: along dim 1 of a 2-d or larger g it names the first one
+    out of range, elsewhere it says only that one is."""
     n = g.data_.shape[dim] if g.data_.ndim else 1
     flat = index.reshape(-1)
     bad = np.flatnonzero((flat < 0) | (flat >= n))
-    if bad.size:
+    if bad.size and g.data_.ndim > 1 and dim == 1:
         raise RuntimeError(
             f"INDICES element is out of DATA bounds, id={int(flat[bad[0]])} axis_dim={n}"
         )
+    if bad.size:
+        raise IndexError("index out of range in self")
     if g.data_.ndim == 0:
         return ops.getitem(ops.reshape(g, (1,)), Tensor._make(index.reshape(-1)))
     idx = (slice(None),) * dim + (Tensor._make(index.reshape(-1)),)
@@ -3466,7 +3469,8 @@ class IndexFillTensor(Function):
         ga = ops.index_fill(g, ctx.dim, i, 0.0) if ctx.needs_input_grad[0] else None
         gv = None
         if node_module.computes(ctx, 1):  # (only then its index_select can refuse)
-            gv = ops.sum(_index_select(g, ctx.dim, ctx.given))
+            # (PyTorch selects the index's distinct values, sorted: each slice counts once)
+            gv = ops.sum(_index_select(g, ctx.dim, np.unique(ctx.given)))
         return ga, gv
 
     def jvp(ctx, ts, xs, r):
