@@ -487,15 +487,16 @@ def _run(
                 outs = node.backward(node, grads[0])
                 if len(outs) != len(node.next_functions):
                     _apply_count_error(node, outs)
+            # PyTorch validates (reduces, casts or refuses) the gradients before the
+            # node releases what it saved: a node whose gradient is refused keeps it
+            outs = _validate_outputs(node, outs, needed)
             if not retain_graph and isinstance(node, Function):
                 if trace:
                     entry.released = bool(node.saved)
                 node.release(freed)
             if anomaly_check is not None:
                 _check_anomaly(node, outs, needed)
-            for at, (g, (nxt, nr), meta) in enumerate(
-                zip(outs, node.next_functions, node.in_meta, strict=False)
-            ):
+            for g, (nxt, nr) in zip(outs, node.next_functions, strict=False):
                 if nxt is None:
                     continue
                 if needed is not None and nxt not in needed:
@@ -503,10 +504,6 @@ def _run(
                 # An undefined gradient (None) still counts as arrived, as in PyTorch: the
                 # next node runs, its hooks seeing None when nothing else reached it.
                 if g is not None:
-                    gd = g.data_
-                    # reduce/cast only when the shape or dtype differs from the input's
-                    if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
-                        g = _fit(g, meta, node, at)
                     buf = buffers.get(nxt)
                     if buf is None:
                         if type(nxt.outputs) is tuple:
@@ -613,6 +610,26 @@ def _profiled_accumulate(p: Any, node: AccumulateGrad, g: Tensor | None, create:
 def _n_outputs(node: Node) -> int:
     outs = node.outputs
     return len(outs) if isinstance(outs, tuple) else 1
+
+
+def _validate_outputs(
+    node: Node, outs: Sequence[Tensor | None], needed: set[Node] | None
+) -> Sequence[Tensor | None]:
+    """`outs` with each gradient an input this pass needs receives fitted to that input's
+    shape and dtype (see `_fit`); `outs` itself when all fit already."""
+    fitted: list[Tensor | None] | None = None
+    for at, (g, (nxt, _), meta) in enumerate(
+        zip(outs, node.next_functions, node.in_meta, strict=False)
+    ):
+        if g is None or nxt is None or (needed is not None and nxt not in needed):
+            continue
+        gd = g.data_
+        # reduce/cast only when the shape or dtype differs from the input's
+        if gd.shape != meta[0] or (gd.dtype is not meta[1] and gd.dtype != meta[1]):
+            if fitted is None:
+                fitted = list(outs)
+            fitted[at] = _fit(g, meta, node, at)
+    return outs if fitted is None else fitted
 
 
 def _fit(
