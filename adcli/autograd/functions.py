@@ -3062,7 +3062,18 @@ class IndexPut(_CopyInto):
 
     def backward(ctx, g):
         _check_kept(ctx)
-        return _CopyInto.backward(ctx, g)
+        if getattr(ctx, "overlapping", False):
+            raise RuntimeError(OVERLAP_MESSAGE)
+        gv = None
+        if ctx.needs_input_grad[1]:
+            gv = ops.sum_to(ops.getitem(g, ctx.index), ctx.value_shape)
+        gb = None
+        if ctx.needs_input_grad[0]:
+            # PyTorch's formula: g.index_put(indices, zeros_like(values)), so the base's
+            # gradient under create_graph is an IndexPutBackward0 with a constant value
+            zeros = Tensor._make(np.zeros(ctx.value_shape, g.data_.dtype))
+            gb = IndexPut.apply(g, zeros, index=ctx.index, dtype=g.data_.dtype)
+        return gb, gv
 
 
 class CopySlicesOp(Function):
