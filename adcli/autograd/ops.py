@@ -1949,12 +1949,18 @@ def _check_copy_shape(v: Tensor, shape: tuple[int, ...]) -> None:
     _expanded_shape(v, list(shape), src[k:])
 
 
+def _type_string(a: Tensor) -> str:
+    """A tensor's type in PyTorch's messages: `torch.FloatTensor`, but `CPUBoolType`
+    (bool has no legacy tensor type)."""
+    return "CPUBoolType" if a.data_.dtype == np.bool_ else f"torch.{a.dtype.legacy}"
+
+
 def _expanded_shape(a: Tensor, s: list[int], src: tuple[int, ...] | None = None) -> tuple[int, ...]:
     """The shape `a` (of shape `src`, by default its own) expands to; expand's errors."""
     src = a.data_.shape if src is None else src
     if len(s) < len(src):
         raise RuntimeError(
-            f"expand(torch.{a.dtype.legacy}{{[{', '.join(map(str, src))}]}}, "
+            f"expand({_type_string(a)}{{[{', '.join(map(str, src))}]}}, "
             f"size=[{', '.join(map(str, s))}]): "
             "the number of sizes provided "
             f"({len(s)}) must be greater or equal to the number of dimensions in the tensor "
