@@ -718,16 +718,16 @@ def fmod(input: Tensor, other: Any) -> Tensor:
 
 def _check_inplace_result(self: Tensor, other: Any) -> None:
     """An in-place binary op refuses a result dtype self cannot hold, and a shape that
-    is not self's, in PyTorch's words."""
+    is not self's, in PyTorch's words (the shapes checked first, as its TensorIterator)."""
+    if isinstance(other, Tensor):
+        _broadcast_check(self.data_, other.data_)
+        check_output_shape(self.data_.shape, other.data_.shape)
     dt = dtypes.result_type(self, other)
     if dt != self.dtype and not np.can_cast(dt.np, self.data_.dtype, "same_kind"):
         raise RuntimeError(
             f"result type {_legacy_name_of(dt)} can't be cast to the desired output type "
             f"{_legacy_name(self)}"
         )
-    if isinstance(other, Tensor):
-        _broadcast_check(self.data_, other.data_)
-        check_output_shape(self.data_.shape, other.data_.shape)
 
 
 def _legacy_name_of(dt: DType) -> str:
