@@ -107,6 +107,7 @@ class SavedTensor:
         "hooked",
         "view_fn",
         "nonleaf",
+        "output_nr",
     )
 
     def __init__(
@@ -122,6 +123,7 @@ class SavedTensor:
         # weakly (while alive, the output unpacks as that view, so a double backward
         # reaches the base's history, and a version error names it)
         self.view_fn: weakref.ref[Node] | None = None
+        self.output_nr = 0  # which of its node's outputs a saved output is
         if tensor is not None:
             self.tensor = tensor
             self.data = None
@@ -160,7 +162,9 @@ class SavedTensor:
         if self.is_output:
             # Rebuild the output as a tensor whose grad_fn is this node, so that
             # a backward formula using it is differentiable (double backward).
-            out = Tensor._make(self.data, True, self.output_node(node), self.counter)
+            fn = self.output_node(node)
+            nr = self.output_nr if fn is node else 0
+            out = Tensor._make(self.data, True, fn, self.counter, nr)
             if fw_hook is not None:  # the output's tangents go with it (forward over reverse)
                 fw_hook(node, None, out)
             return out
@@ -190,9 +194,10 @@ def short_name(node: Node) -> str:
 def _version_message(saved: SavedTensor, node: Function) -> str:
     if saved.is_output:
         data, producer = saved.data, saved.output_node(node)
+        nr = saved.output_nr if producer is node else 0
     else:
         t: Tensor = saved.tensor
-        data, producer = t.data_, t.grad_fn
+        data, producer, nr = t.data_, t.grad_fn, t._output_nr
     sizes = ", ".join(str(s) for s in data.shape)
     # (PyTorch names a bool tensor by its C++ type here)
     kind = "CPUBoolType" if data.dtype == bool else f"torch.{of_array(data).legacy}"
@@ -201,7 +206,7 @@ def _version_message(saved: SavedTensor, node: Function) -> str:
         name = short_name(producer)
         if name == "CopySlices":
             name = "torch::autograd::CopySlices"
-        what += f", which is output 0 of {name},"
+        what += f", which is output {nr} of {name},"
     return (
         "one of the variables needed for gradient computation has been modified by an "
         f"inplace operation: {what} is at version {saved.counter[0]}; expected version "
@@ -384,10 +389,13 @@ class Function(Node):
         # a list comprehension, not a generator: this runs once per recorded op
         self.saved = tuple([SavedTensor(t) if isinstance(t, Tensor) else t for t in tensors])
 
-    def save_output(self, *tensors: Tensor | None) -> None:
+    def save_output(self, *tensors: Tensor | None, nr: int = 0) -> None:
         """Ask `apply` to save this node's output for backward (exp, tanh, ...), after
         the input tensors given (saved as `save` saves them): the output comes last in
-        `saved_tensors`, version-checked like any saved tensor."""
+        `saved_tensors`, version-checked like any saved tensor.  A multi-output node
+        saves its output `nr`."""
+        if nr:
+            self.saved_output_nr = nr
         if tensors:
             self.save(*tensors)
             self.saved = self.saved + _SAVE_OUTPUT
@@ -532,6 +540,13 @@ class Function(Node):
             return out
         outs = tuple(Tensor._make(d, True, ctx, None, i) for i, d in enumerate(data))
         ctx.outputs = tuple(weakref.ref(o) for o in outs)
+        saved = ctx.saved
+        if saved and saved[-1] is _OUTPUT:  # one of the outputs (save_output's `nr`)
+            nr = getattr(ctx, "saved_output_nr", 0)
+            o = outs[nr]
+            own = SavedTensor(None, output_data=o.data_, counter=o._vc, output=o)
+            own.output_nr = nr
+            ctx.saved = saved[:-1] + (own,)
         if fw_hook is not None:
             fw_hook(ctx, inputs, outs)
         return outs

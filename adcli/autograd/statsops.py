@@ -91,25 +91,21 @@ class _Moments(Function):
         x = ops.float_data(a)
         ctx.dims, ctx.correction, ctx.keepdim, ctx.shape = dims, correction, keepdim, x.shape
         ctx.whole = whole
-        ctx.save(a)
+        if ctx.take_sqrt:
+            ctx.save_output(a)  # std_mean_backward reads self and result0 (the std)
+        else:
+            ctx.save(a)  # var_mean_backward reads self only
         with np.errstate(divide="ignore", invalid="ignore"):
             spread = moments.torch_var(x, dims, correction, keepdim, take_sqrt=ctx.take_sqrt)
             mean = _welford_mean(x, dims, keepdim)
         return spread, mean
 
     def backward(ctx, g_spread, g_mean):
-        (a,) = ctx.saved_tensors
+        a, *rest = ctx.saved_tensors
         grad = None
         if g_spread is not None:
             if ctx.take_sqrt:  # std_backward: grad / (2 std), 0 where std is 0
-                # the std again, differentiably (its row directly: no second dof warning)
-                r = functions.Std.apply(
-                    a,
-                    dims=ctx.dims,
-                    correction=ctx.correction,
-                    keepdim=ctx.keepdim,
-                    whole=ctx.whole,
-                )
+                r = rest[0]  # the saved std: a double backward goes through this node
                 g_spread = ops.masked_fill(g_spread / (r * 2), r == 0, 0.0)
             grad = functions._var_backward(ctx, g_spread, a)
         if g_mean is not None:
@@ -351,6 +347,7 @@ saved_attrs.TABLE.update(
             "_saved_dim": lambda n: None if n.whole else tuple(n.dims),
             "_saved_keepdim": "keepdim",
             "_saved_self": 0,
+            "_saved_result0": 1,
         },
         "VarMeanBackward0": {
             "_saved_correction": "correction",
