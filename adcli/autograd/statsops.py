@@ -280,8 +280,10 @@ class EuclideanDist(Function):
             n2 = ops.sum(ops.pow(Tensor._make(b), 2), -1, True).data_
             left = np.concatenate([a * -2, n1, np.ones_like(n1)], axis=-1)
             right = np.concatenate([b, np.ones_like(n2), n2], axis=-1)
-            rt = np.ascontiguousarray(np.swapaxes(right, -1, -2))
-            sq = ops.matmul(Tensor._make(left), Tensor._make(rt)).data_
+            # x2_.mT(): a transposed view, which the product kernel rounds differently
+            # from a contiguous copy
+            rt = ops.transpose(Tensor._make(right), -1, -2)
+            sq = ops.matmul(Tensor._make(left), rt).data_
         ctx.save_output(x1, x2)
         return np.sqrt(np.maximum(sq, np.asarray(0, a.dtype))).astype(a.dtype)
 
@@ -292,7 +294,7 @@ class EuclideanDist(Function):
         g2 = x2 * ops.unsqueeze(ops.sum(ratio, -2), -1) - ops.matmul(
             ops.transpose(ratio, -1, -2), x1
         )
-        return (g1, g2)
+        return (ops.sum_to(g1, x1.shape), ops.sum_to(g2, x2.shape))
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> Tensor:
@@ -327,7 +329,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: Any = None) -> T
     # an empty operand always takes the _cdist_forward row (PyTorch's special case)
     if p == 2 and a.size and b.size and (mode == 1 or (mode == 0 and (r1 > 25 or r2 > 25))):
         e1, e2 = x1, x2
-        if batch or a.ndim > 2 or b.ndim > 2:
+        # a batch of one keeps the operands as given (PyTorch's expand_batch_product
+        # == 1 case), so a 2-d operand's product stays a plain matrix product
+        if math.prod(batch) != 1:
             m = a.shape[-1]
             e1 = ops.reshape(ops.expand(x1, batch + (r1, m)), (-1, r1, m))
             e2 = ops.reshape(ops.expand(x2, batch + (r2, m)), (-1, r2, m))
