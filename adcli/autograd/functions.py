@@ -1826,6 +1826,21 @@ class Amin(_AmaxAmin):
         return r if keepdim else np.squeeze(r, dims)
 
 
+def _serial_sum(x: np.ndarray, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    """x summed over dims one element after another in memory order, rounding each step
+    (PyTorch's serial binary_kernel_reduce, which its p-norm kernels use for p != 2)."""
+    red = tuple(range(x.ndim)) if dims is None else tuple(d % x.ndim for d in dims)
+    if not red or x.size == 0:
+        return np.sum(x, axis=red, keepdims=keepdim)
+    keep = [d for d in range(x.ndim) if d not in red]
+    flat = np.transpose(x, keep + sorted(red)).reshape([x.shape[d] for d in keep] + [-1])
+    # np.add.accumulate adds serially (np.sum would add pairwise)
+    out = np.add.accumulate(flat, axis=-1)[..., -1]
+    if keepdim:
+        out = out.reshape([1 if d in red else x.shape[d] for d in range(x.ndim)])
+    return out
+
+
 class Norm(Function):
     """vector p-norm over `dims` (all when None)"""
 
@@ -1848,17 +1863,17 @@ class Norm(Function):
         elif p == 0:
             out = np.sum(ax != 0, axis=dims, keepdims=keepdim).astype(x.dtype)
         elif p == 1:
-            out = np.sum(ax, axis=dims, keepdims=keepdim)
+            out = _serial_sum(ax, dims, keepdim)
         elif p == 2 and x.dtype in (np.float32, np.float64):
             out = moments.torch_norm2(x, tuple(range(x.ndim)) if dims is None else dims, keepdim)
         elif p == 2:
             out = np.sqrt(np.sum(ax * ax, axis=dims, keepdims=keepdim))
         elif x.dtype == np.float32:
             # nearest PyTorch's float32 kernel: |x|^p rounded once, then powf
-            acc = np.sum(kernels32.rounded(lambda v: v**p, ax), axis=dims, keepdims=keepdim)
+            acc = _serial_sum(kernels32.rounded(lambda v: v**p, ax), dims, keepdim)
             out = kernels32.powf(np.asarray(acc, x.dtype), 1.0 / p)
         else:  # PyTorch's kernel calls the C library's pow (NumPy's rounds otherwise)
-            acc = np.sum(_libm_pow(ax, p), axis=dims, keepdims=keepdim)
+            acc = _serial_sum(_libm_pow(ax, p), dims, keepdim)
             out = _libm_pow(np.asarray(acc, x.dtype), 1.0 / p)
         return np.asarray(out, x.dtype)
 
