@@ -295,6 +295,48 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return mean, var_sum.astype(dt)
 
 
+def strided_layout(x: np.ndarray) -> bool:
+    """Neither contiguous nor channels-last: PyTorch's batch_norm then takes its
+    generic path (a mean op, a serial variance in double, an unfused transform)."""
+    if x.flags.c_contiguous or x.size == 0:
+        return False
+    if x.ndim in (4, 5):
+        order = (1, 3, 2, 0) if x.ndim == 4 else (1, 4, 3, 2, 0)
+        expect = 1
+        for d in order:
+            if x.shape[d] != 1:
+                if x.strides[d] != expect * x.itemsize:
+                    return True
+                expect *= x.shape[d]
+        return False
+    return True
+
+
+def _memory_order(v: np.ndarray) -> np.ndarray:
+    """v's elements flat in the order PyTorch's TensorIterator walks them (largest
+    stride first, so memory order for a dense layout)."""
+    axes = sorted(range(v.ndim), key=lambda d: -abs(v.strides[d]))
+    return np.transpose(v, axes).reshape(-1)
+
+
+def _strided_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, var_sum in double) per channel on the generic path: at::mean over all dims
+    but 1, then sum((x - mean)²) one element after another in double."""
+    from .summation import torch_sum
+
+    dt = x.dtype.type
+    c = x.shape[1]
+    rows = x.size // c
+    dims = (0,) + tuple(range(2, x.ndim))
+    with np.errstate(all="ignore"):
+        mean = (torch_sum(x, dims) / dt(rows)).astype(dt)
+        var_sum = np.zeros(c, np.float64)
+        for f in range(c):
+            d = _memory_order(x[:, f]).astype(np.float64) - np.float64(mean[f])
+            var_sum[f] = np.add.accumulate(d * d)[-1]
+    return mean, var_sum
+
+
 def batch_norm_train(
     x: np.ndarray, eps: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -302,6 +344,12 @@ def batch_norm_train(
     dt = x.dtype.type
     c = x.shape[1]
     rows = x.size // c
+    if strided_layout(x):
+        mean, vs = _strided_stats(x)
+        with np.errstate(all="ignore"):
+            var = vs / rows
+            invstd = np.where((var != 0) | (eps != 0), 1.0 / np.sqrt(var + eps), 0.0)
+        return mean, invstd.astype(dt), vs, np.asarray(rows)
     mean, var_sum = batch_norm_stats(x)
     with np.errstate(all="ignore"):
         var = (var_sum / dt(rows)).astype(np.float64)
@@ -323,6 +371,14 @@ def update_running(
     dt = mean.dtype.type
     mom = dt(momentum)
     with np.errstate(all="ignore"):
+        if var_sum.dtype == np.float64 and dt != np.float64:
+            # the generic path's update, all in double (var_sum is its double sum)
+            m = np.float64(momentum)
+            if rm is not None:
+                rm[...] = (m * mean.astype(np.float64) + (1 - m) * rm).astype(rm.dtype)
+            if rv is not None:
+                rv[...] = (m * (var_sum / (rows - 1)) + (1 - m) * rv).astype(rv.dtype)
+            return
         if rm is not None:
             rm[...] = (mom * mean + (dt(1) - mom) * rm.astype(dt)).astype(rm.dtype)
         if rv is not None:
@@ -351,6 +407,11 @@ def batch_norm_apply(
         alpha = invstd.astype(dt) * (np.ones(c, dt) if w is None else w.astype(dt))
         beta = _fma(-mean.astype(dt), alpha, np.zeros(c, dt) if b is None else b.astype(dt))
         sh = (1, c) + (1,) * (x.ndim - 2)
+        if strided_layout(x):  # the generic path: ((x - mean) * invstd) * w + b, unfused
+            one, zero = np.ones(c, dt), np.zeros(c, dt)
+            n = (x - mean.astype(dt).reshape(sh)) * invstd.astype(dt).reshape(sh)
+            wd = (one if w is None else w.astype(dt)).reshape(sh)
+            return np.ascontiguousarray(n * wd + (zero if b is None else b.astype(dt)).reshape(sh))
         return _fma(x, alpha.reshape(sh), beta.reshape(sh))
 
 
