@@ -3511,19 +3511,23 @@ class IndexAdd(Function):
     grad_fn_name = "IndexAddBackward0"
 
     def forward(ctx, a, src, dim, index, alpha, kept=()):
+        ctx.dim, ctx.index, ctx.alpha, ctx.src_shape = dim, index, alpha, src.data_.shape
         if ctx.needs_input_grad[1]:  # only source's gradient reads the index: PyTorch
             _keep(ctx, index, kept=kept)  # saves it only then (so only then is it freed)
-        ctx.dim, ctx.index, ctx.alpha, ctx.src_shape = dim, index, alpha, src.data_.shape
+            # and source (its gradient's expand_as(source)): an in-place change of it
+            # then fails any backward through this node, whichever gradients are asked
+            ctx.save(src)
         s = src.data_ if alpha == 1 else src.data_ * np.asarray(alpha, src.data_.dtype)
         return _index_write(a.data_, dim, index, s, True)
 
     def backward(ctx, g):
-        gs = None
-        if ctx.needs_input_grad[1]:
+        if ctx.needs_input_grad[1]:  # what was saved is unpacked first, as PyTorch's node
             _check_kept(ctx)
+            ctx.saved_tensors  # noqa: B018
             gs = ops.reshape(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
             gs = gs if ctx.alpha == 1 else gs * ctx.alpha
-        return g, gs
+            return g, gs
+        return g, None
 
     def jvp(ctx, ts, xs, r):
         i = Tensor._make(ctx.index)
