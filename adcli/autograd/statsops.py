@@ -116,7 +116,8 @@ class _Moments(Function):
             if not ctx.keepdim:
                 for d in sorted(ctx.dims):
                     g_mean = ops.unsqueeze(g_mean, d)
-            part = ops.div(ops.expand(g_mean, ctx.shape), n)
+            # PyTorch's mean_backward divides by the count as a C++ number: DivBackward1
+            part = functions.DivScalar.apply(ops.expand(g_mean, ctx.shape), other=n)
             grad = part if grad is None else ops.add(grad, part)
         return (grad,)
 
