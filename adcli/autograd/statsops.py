@@ -38,7 +38,8 @@ class Trace(Function):
         # a negative, infinite or nan g)
         n, m = ctx.shape
         flat = Tensor._make(np.zeros(n * m, g.data_.dtype))
-        idx = Tensor._make(np.arange(0, n * m, m + 1, dtype=np.int64))
+        # min(n, m) places: for a tall matrix arange(0, n*m, m+1) would run past the diagonal
+        idx = Tensor._make(np.arange(min(n, m), dtype=np.int64) * (m + 1))
         return (ops.view(ops.index_fill(flat, 0, idx, g), (n, m)),)
 
     def jvp(ctx, ts, xs, r):
