@@ -22,7 +22,7 @@ import numpy as np
 from . import extremes, grad_mode, kernels32, mkl, moments, ops, prodgrad, softmax64
 from . import node as node_module
 from .node import FREED_MESSAGE, Function, SavedTensorError
-from .storage import converted, iterator_result
+from .storage import clone_preserving, converted, iterator_result
 from .summation import nll_cascade_sum, torch_mean, torch_sum
 from .tensor import OVERLAP_MESSAGE, Tensor, efficient_zero, is_efficient_zero
 
@@ -1416,7 +1416,7 @@ class Clone(Function):
 
     def forward(ctx, a, contiguous=False):
         # clone() keeps the memory layout (preserve_format); contiguous() does not
-        return a.data_.copy(order="C" if contiguous else "K")
+        return a.data_.copy(order="C") if contiguous else clone_preserving(a.data_)
 
     def backward(ctx, g):
         return (g,)
@@ -3014,7 +3014,7 @@ class _CopyInto(Function):
 
     def forward(ctx, base, value, index, dtype):
         ctx.index = index
-        out = base.data_.copy()
+        out = clone_preserving(base.data_)  # PyTorch clones self, then writes into it
         if value.data_.size:  # (an empty value at a 0-d base's False mask: nothing)
             out[index] = _d(value, dtype)
         ctx.value_shape = value.data_.shape
@@ -3424,16 +3424,16 @@ class ScatterAddSrc(Function):
     grad_fn_name = "ScatterAddBackward0"
 
     def forward(ctx, a, src, dim, index, kept=()):
-        _keep(ctx, index, kept=kept)
+        if ctx.needs_input_grad[1]:  # only src's gradient reads the index: PyTorch
+            _keep(ctx, index, kept=kept)  # saves it only then (so only then is it freed)
         ctx.dim, ctx.index, ctx.src_shape = dim, index, src.data_.shape
         return _scatter_np(a.data_, dim, index, src.data_, True)
 
     def backward(ctx, g):
-        _check_kept(ctx)
-        gs = None
         if ctx.needs_input_grad[1]:
-            gs = ops.gather(g, ctx.dim, Tensor._make(ctx.index))
-        return g, gs
+            _check_kept(ctx)
+            return g, ops.gather(g, ctx.dim, Tensor._make(ctx.index))
+        return g, None
 
     def jvp(ctx, ts, xs, r):
         i = Tensor._make(ctx.index)
@@ -3569,7 +3569,7 @@ class IndexPutAccumulate(Function):
     def forward(ctx, base, value, index, dtype):
         _keep(ctx, *(index if isinstance(index, tuple) else (index,)))
         ctx.index, ctx.value_shape = index, value.data_.shape
-        out = base.data_.copy()
+        out = clone_preserving(base.data_)
         np.add.at(out, index, np.broadcast_to(_d(value, dtype), out[index].shape))
         return out
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -470,6 +470,8 @@ class Function(Node):
                 fw_hook(ctx, inputs, out)
             return out
         ctx.needs_input_grad = needs
+        if True in [n and t._base is not None for t, n in zip(inputs, needs, strict=True)]:
+            ctx.needs_input_grad = _live_needs(inputs, needs)
         data = cls.forward(ctx, *inputs, **params)
         if cls.contiguous_result:
             data = _contiguous(data, cls.multi_output)
@@ -625,6 +627,22 @@ _SAVED_FOR_ALL = frozenset(
         "BinaryCrossEntropyBackward0",
     }
 )
+
+
+def _live_needs(inputs: Sequence[Any], needs: tuple[bool, ...]) -> tuple[bool, ...]:
+    """What the forward may save for: an input that is a view made under no_grad
+    requires grad but leads nowhere, and PyTorch's guarded saves (should_compute_output,
+    which reads the edges) skip what only its formula uses.  When every input is such a
+    view nothing changes: what PyTorch then saves is what `dead_unpacks` describes."""
+    live = tuple(
+        [
+            n and not (t._base is not None and not t._requires_grad and t.grad_fn is None)
+            for t, n in zip(inputs, needs, strict=True)
+        ]
+    )
+    return live if True in live else needs
+
+
 _NO_EDGE = (None, 0)  # the edge of an operand that needs no gradient (shared by all nodes)
 _NO_NEEDS = [(False,) * n for n in range(8)]
 
