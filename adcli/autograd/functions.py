@@ -3525,7 +3525,7 @@ class IndexAdd(Function):
             _check_kept(ctx)
             ctx.saved_tensors  # noqa: B018
             gs = ops.reshape(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
-            gs = gs if ctx.alpha == 1 else gs * ctx.alpha
+            gs = gs if ctx.alpha == 1 else _times(gs, ctx.alpha)
             return g, gs
         return g, None
 

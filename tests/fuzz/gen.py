@@ -748,6 +748,15 @@ def kink_clear(kind: str, vals: list[torch.Tensor], args: tuple[Any, ...]) -> bo
         except RuntimeError:
             return True
         return away((q - q.round()).abs(), torch.ones_like(q)) and away(y.abs(), torch.ones_like(y))
+    if kind == "rows":
+        # cdist's matrix-product path: a distance near (or at) 0 is the square root of
+        # rounding noise in |x1|^2 - 2 x1.x2 + |x2|^2, ill-conditioned in any dtype
+        y = vals[1].double()
+        if x.numel() == 0 or y.numel() == 0 or not (fin.all() and torch.isfinite(y).all()):
+            return True
+        d = torch.cdist(x, y, compute_mode="donot_use_mm_for_euclid_dist")
+        scale = torch.maximum(x.norm(dim=-1)[..., :, None], y.norm(dim=-1)[..., None, :])
+        return not bool((d <= 1e-2 * torch.clamp(scale, min=1.0)).any())
     if kind == "ties":
         f = x[fin].flatten()
         if f.numel() < 2:

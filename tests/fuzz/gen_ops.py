@@ -1256,6 +1256,8 @@ def misc_ops(g: Gen) -> Plan | None:
         return None
     p = rng.choice(("", ", p=1.0", ", p=3.0", ", compute_mode='use_mm_for_euclid_dist'"))
     kinks = [("zero", [a]), ("zero", [b])]
+    if "mm" in p:
+        kinks.append(("rows", [a, b]))
     return Plan(f"torch.cdist({a}, {b}{p})", [a, b], TRANSC, kinks, "cdist")
 
 
