@@ -266,23 +266,25 @@ class ConvolutionGrads(Function):
 
 class ConstantPad(Function):
     """x padded with zeros after its spatial dims (PyTorch pads a copy so for a
-    'same' convolution whose total padding is odd)"""
+    'same' convolution whose total padding is odd); a negative amount crops instead,
+    as PyTorch's constant_pad_nd (its own backward) does"""
 
     grad_fn_name = "ConstantPadNdBackward0"
 
     def forward(ctx, x, after):
         ctx.after = after
         d = x.data_
-        return np.pad(d, [(0, 0)] * (d.ndim - len(after)) + [(0, a) for a in after])
+        lead = d.ndim - len(after)
+        crop = tuple(
+            slice(None, d.shape[lead + i] + a if a < 0 else None) for i, a in enumerate(after)
+        )
+        d = d[(slice(None),) * lead + crop]
+        if all(a <= 0 for a in after):
+            return d.copy()
+        return np.pad(d, [(0, 0)] * lead + [(0, max(a, 0)) for a in after])
 
     def backward(ctx, g):
-        out = g
-        nd = g.data_.ndim
-        for i, a in enumerate(ctx.after):
-            if a:
-                dim = nd - len(ctx.after) + i
-                out = ops.narrow(out, dim, 0, g.data_.shape[dim] - a)
-        return (out,)
+        return (ConstantPad.apply(g, after=tuple(-a for a in ctx.after)),)
 
     def jvp(ctx, ts, xs, r):
         return ConstantPad.apply(ts[0], after=ctx.after)

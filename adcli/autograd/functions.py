@@ -1788,11 +1788,20 @@ class _AmaxAmin(Function):
 
     def backward(ctx, g):
         a, r = ctx.saved_tensors
-        r = _unreduce(r, ctx.shape, ctx.dims, ctx.keepdim)
-        g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
+        # PyTorch's restore_reduced_dims reshapes (ViewBackward0, even to the same shape);
+        # a 0-d input's named dims come back as size-1 dims, summed away at the end
+        shape = r.data_.shape
+        if not ctx.keepdim:
+            if ctx.shape:
+                shape = tuple(1 if d in ctx.dims else n for d, n in enumerate(ctx.shape))
+            else:
+                shape = (1,) * ctx.named
+            r, g = ops.reshape(r, shape), ops.reshape(g, shape)
         mask = ops.to_dtype(a == r, a.data_.dtype)
         # PyTorch's scale_grad_by_count: (g / count) * mask
-        return ((g / ops.sum_dims(mask, ctx.dims, True)) * mask,)
+        dims = ctx.dims if ctx.shape or not shape else tuple(range(len(shape)))
+        out = (g / ops.sum_dims(mask, dims, True)) * mask
+        return (ops.sum_to(out, ctx.shape) if out.data_.shape != ctx.shape else out,)
 
     def jvp(ctx, ts, xs, r):
         (t,), (a,) = ts, xs
@@ -1807,8 +1816,8 @@ class Amax(_AmaxAmin):
 
     grad_fn_name = "AmaxBackward0"
 
-    def forward(ctx, a, dims, keepdim):
-        ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
+    def forward(ctx, a, dims, keepdim, named=0):
+        ctx.shape, ctx.dims, ctx.keepdim, ctx.named = a.data_.shape, dims, keepdim, named
         ctx.save_output(a)
         r = extremes.fix_reduction(a.data_, np.max(a.data_, axis=dims, keepdims=True), dims)
         return r if keepdim else np.squeeze(r, dims)
@@ -1819,8 +1828,8 @@ class Amin(_AmaxAmin):
 
     grad_fn_name = "AminBackward0"
 
-    def forward(ctx, a, dims, keepdim):
-        ctx.shape, ctx.dims, ctx.keepdim = a.data_.shape, dims, keepdim
+    def forward(ctx, a, dims, keepdim, named=0):
+        ctx.shape, ctx.dims, ctx.keepdim, ctx.named = a.data_.shape, dims, keepdim, named
         ctx.save_output(a)
         r = extremes.fix_reduction(a.data_, np.min(a.data_, axis=dims, keepdims=True), dims)
         return r if keepdim else np.squeeze(r, dims)
@@ -1916,18 +1925,18 @@ def _norm_backward(ctx: Function, g: Tensor, a: Tensor, r: Tensor) -> Tensor:
         return ops.sgn(a) * g
     r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
     if p == 2:
-        # PyTorch: g * (a / r), 0 where the norm is 0 (the sign is g's)
-        return g * ops.where(r == 0, 0.0, a / r)
+        # PyTorch: g * (a / r).masked_fill_(r == 0, 0) (the sign is g's)
+        return g * ops.masked_fill(a / r, r == 0, 0.0)
     if p == float("inf"):
         # the extreme elements, or the NaNs (a NaN's sign is 0: its share vanishes)
         absolute = ops.abs(a)
         mask = ops.to_dtype((absolute == r) | ops.isnan(absolute), a.data_.dtype)
         return ops.sgn(a) * ((g / ops.sum_dims(mask, dims, True)) * mask)
     if p < 1:
-        scaled = ops.sgn(a) * ops.where(a == 0, 0.0, ops.abs(a) ** (p - 1))
+        scaled = ops.sgn(a) * ops.masked_fill(ops.abs(a) ** (p - 1), a == 0, 0.0)
         return scaled * g * r ** (1 - p)
     scaled = ops.sgn(a) * ops.abs(a) ** (p - 1) if p < 2 else a * ops.abs(a) ** (p - 2)
-    return scaled * ops.where(r == 0, 0.0, g / r ** (p - 1))
+    return scaled * ops.masked_fill(g / r ** (p - 1), r == 0, 0.0)
 
 
 class Logsumexp(Function):
@@ -2030,7 +2039,8 @@ def _var_backward(ctx: Function, g: Tensor, a: Tensor) -> Tensor:
     if ctx.whole:  # PyTorch's full reduction: a 0-d grad, self - self.mean()
         centred = a - ops.mean(a)
     else:
-        g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
+        if len(ctx.shape) > 1:  # PyTorch unsqueezes only then (a 0-d g broadcasts)
+            g = _unreduce(g, ctx.shape, ctx.dims, ctx.keepdim)
         centred = a - ops.mean_dims(a, ctx.dims, True)
     # PyTorch's (2.0 / dof) * grad * (self - mean): the number first (MulBackward1)
     return MulScalar.apply(g, other=2.0 / dof if dof else float("inf")) * centred
@@ -2771,6 +2781,8 @@ class AsStrided(_Getitem):
         return AsStrided.apply(ts[0], index=ctx.index, inside=ctx.inside)
 
     def backward(ctx, g):
+        if g.data_.size == 0:  # an empty view: PyTorch's formula gives plain new zeros
+            return (Tensor._make(np.zeros(ctx.shape, g.data_.dtype)),)
         if not ctx.shape and (ctx.inside is None or ctx.inside.all()):  # a 0-d input
             # whose view reads only its element: g reduced into it
             return (_expand_storage_grad(g),)

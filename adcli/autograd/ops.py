@@ -1201,16 +1201,23 @@ def _amax_dims(name: str, a: Tensor, dim: Any) -> tuple[int, ...]:
     return dims
 
 
+def _named_dims(dim: Any) -> int:
+    """How many dims a reduction names (its backward restores that many on a 0-d input)."""
+    if dim is None:
+        return 0
+    return len(dim) if isinstance(dim, (list, tuple)) else 1
+
+
 def amax(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Max over dims (all when empty); ties share the gradient."""
     dims = _amax_dims("amax", a, dim)
-    return F.Amax.apply(a, dims=dims, keepdim=keepdim)
+    return F.Amax.apply(a, dims=dims, keepdim=keepdim, named=_named_dims(dim))
 
 
 def amin(a: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
     """Min over dims (all when empty); ties share the gradient."""
     dims = _amax_dims("amin", a, dim)
-    return F.Amin.apply(a, dims=dims, keepdim=keepdim)
+    return F.Amin.apply(a, dims=dims, keepdim=keepdim, named=_named_dims(dim))
 
 
 def _arg_extreme(name: str, fn: Any, a: Tensor, dim: Any, keepdim: bool) -> Tensor:
