@@ -790,9 +790,10 @@ def _apply(
         if node.grad_fn_name in _LIST_INPUTS and not all(drop):
             # one input list to PyTorch: computed (and seen) whole once any part is needed
             drop = [g is None for g in outs]
+        # (a gradient the input's shape cannot take fails here, before the hooks run)
         outs = [
-            None if dropped else g if meta is None else _fit(g, meta)
-            for g, meta, dropped in zip(outs, node.in_meta, drop, strict=False)
+            None if dropped else g if meta is None else _fit(g, meta, node, at)
+            for at, (g, meta, dropped) in enumerate(zip(outs, node.in_meta, drop, strict=False))
         ]
         outs = _post_hooks(node, outs, grads)
     return outs
