@@ -1095,6 +1095,12 @@ CASES += [
         ("IndexCopy", "IndexFill"),
     ),
     Case(
+        "index_select",
+        lambda m, x: x.index_select(1, m.tensor([2, 0, 2])) * x.index_select(1, m.tensor([1])),
+        (S(2, 3),),
+        ("IndexSelect", "IndexAdd"),
+    ),
+    Case(
         "index_put_accumulate",
         lambda m, x, v: x.index_put((m.tensor([0, 0]),), v * v, accumulate=True),
         (S(2, 3), S(3)),

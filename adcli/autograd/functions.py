@@ -55,15 +55,23 @@ def _ones_like(t: Tensor) -> Tensor:
     return Tensor._make(np.ones(t.data_.shape, t.data_.dtype))
 
 
-def _keep(ctx: Function, *arrays: Any, kept: tuple[Tensor, ...] = ()) -> None:
+def _keep(
+    ctx: Function, *arrays: Any, kept: tuple[Tensor, ...] = (), also: tuple[Tensor, ...] = ()
+) -> None:
     """Save index/mask arrays the way PyTorch saves them: as saved tensors, freed by a
     backward without retain_graph (so a second backward fails as in PyTorch). `kept`:
     the script's tensors the arrays came from, saved instead, so that changing one in
-    place makes the backward fail as in PyTorch."""
+    place makes the backward fail as in PyTorch. `also`: input tensors saved after."""
     if kept:
-        ctx.save(*kept)
+        ctx.save(*kept, *also)
         return
-    ctx.save(*[Tensor._make(np.asarray(a)) for a in arrays if isinstance(a, np.ndarray)])
+    ctx.save(*[Tensor._make(np.asarray(a)) for a in arrays if isinstance(a, np.ndarray)], *also)
+
+
+def _expand_as(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """PyTorch's `t.expand_as(source)` closing a gradient formula: an ExpandBackward0 node
+    even to the same shape; for a 0-d source, t as it is (the engine sums it down)."""
+    return ops.expand(t, shape) if shape else t
 
 
 def _check_kept(ctx: Function) -> None:
@@ -3452,23 +3460,47 @@ class ScatterAddSrc(Function):
         return ops.scatter_add(_zero_or(ts[0], xs[0]), ctx.dim, i, _zero_or(ts[1], xs[1]))
 
 
-def _index_select(g: Tensor, dim: int, index: np.ndarray) -> Tensor:
-    """g's slices at index along dim (index_select, written as a subscript); its kernel
-    takes no negative index: along dim 1 of a 2-d or larger g it names the first one
-    out of range, elsewhere it says only that one is."""
-    n = g.data_.shape[dim] if g.data_.ndim else 1
+def index_bounds(x: np.ndarray, dim: int, index: np.ndarray) -> None:
+    """index_select's kernel's bounds check: it takes no negative index; along dim 1 of
+    a 2-d or larger tensor it names the first one out of range, elsewhere it says only
+    that one is."""
+    n = x.shape[dim] if x.ndim else 1
     flat = index.reshape(-1)
     bad = np.flatnonzero((flat < 0) | (flat >= n))
-    if bad.size and g.data_.ndim > 1 and dim == 1:
+    if bad.size and x.ndim > 1 and dim == 1:
         raise RuntimeError(
             f"INDICES element is out of DATA bounds, id={int(flat[bad[0]])} axis_dim={n}"
         )
     if bad.size:
         raise IndexError("index out of range in self")
-    if g.data_.ndim == 0:
-        return ops.getitem(ops.reshape(g, (1,)), Tensor._make(index.reshape(-1)))
-    idx = (slice(None),) * dim + (Tensor._make(index.reshape(-1)),)
-    return ops.getitem(g, idx)
+
+
+class IndexSelect(Function):
+    """the slices of a at index along dim"""
+
+    grad_fn_name = "IndexSelectBackward0"
+    contiguous_result = True
+
+    def forward(ctx, a, dim, index, kept=()):
+        _keep(ctx, index, kept=kept)
+        ctx.dim, ctx.index, ctx.shape = dim, index.reshape(-1), a.data_.shape
+        x = a.data_
+        return x.copy() if x.ndim == 0 else np.take(x, ctx.index, axis=dim)
+
+    def backward(ctx, g):
+        # PyTorch's index_select_backward: zeros of self's shape, index_add_ of g
+        _check_kept(ctx)
+        zeros = Tensor._make(np.zeros(ctx.shape, g.data_.dtype))
+        return (ops.index_add(zeros, ctx.dim, Tensor._make(ctx.index), g),)
+
+    def jvp(ctx, ts, xs, r):
+        return IndexSelect.apply(ts[0], dim=ctx.dim, index=ctx.index)
+
+
+def _index_select(g: Tensor, dim: int, index: np.ndarray) -> Tensor:
+    """g.index_select(dim, index) inside a gradient formula (IndexSelectBackward0)."""
+    index_bounds(g.data_, dim, index)
+    return IndexSelect.apply(g, dim=dim, index=index)
 
 
 class IndexFill(Function):
@@ -3524,11 +3556,10 @@ class IndexAdd(Function):
 
     def forward(ctx, a, src, dim, index, alpha, kept=()):
         ctx.dim, ctx.index, ctx.alpha, ctx.src_shape = dim, index, alpha, src.data_.shape
-        if ctx.needs_input_grad[1]:  # only source's gradient reads the index: PyTorch
-            _keep(ctx, index, kept=kept)  # saves it only then (so only then is it freed)
-            # and source (its gradient's expand_as(source)): an in-place change of it
-            # then fails any backward through this node, whichever gradients are asked
-            ctx.save(src)
+        if ctx.needs_input_grad[1]:
+            # only source's gradient reads the index and source (its expand_as(source)):
+            # PyTorch saves them only then (so only then are they freed, or checked)
+            _keep(ctx, index, kept=kept, also=(src,))
         s = src.data_ if alpha == 1 else src.data_ * np.asarray(alpha, src.data_.dtype)
         return _index_write(a.data_, dim, index, s, True)
 
@@ -3536,7 +3567,7 @@ class IndexAdd(Function):
         if ctx.needs_input_grad[1]:  # what was saved is unpacked first, as PyTorch's node
             _check_kept(ctx)
             ctx.saved_tensors  # noqa: B018
-            gs = ops.reshape(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
+            gs = _expand_as(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
             gs = gs if ctx.alpha == 1 else _times(gs, ctx.alpha)
             return g, gs
         return g, None
@@ -3555,7 +3586,9 @@ class IndexCopy(Function):
     grad_fn_name = "IndexCopyBackward0"
 
     def forward(ctx, a, src, dim, index, kept=()):
-        _keep(ctx, index, kept=kept)
+        # the index (both formulas read it), and source for its own gradient's
+        # expand_as(source) only when it needs one, as PyTorch saves them
+        _keep(ctx, index, kept=kept, also=(src,) if ctx.needs_input_grad[1] else ())
         ctx.dim, ctx.index, ctx.src_shape = dim, index, src.data_.shape
         return _index_write(a.data_, dim, index, src.data_, False)
 
@@ -3565,7 +3598,7 @@ class IndexCopy(Function):
         ga = ops.index_fill(g, ctx.dim, i, 0.0) if ctx.needs_input_grad[0] else None
         gs = None
         if ctx.needs_input_grad[1]:
-            gs = ops.reshape(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
+            gs = _expand_as(_index_select(g, ctx.dim, ctx.index), ctx.src_shape)
         return ga, gs
 
     def jvp(ctx, ts, xs, r):

@@ -2444,6 +2444,22 @@ def index_fill(input: Tensor, dim: Any, index: Tensor, value: Any) -> Tensor:
     return F.IndexFill.apply(input, dim=d, index=i, value=value, kept=_kept(index))
 
 
+def index_select(input: Tensor, dim: Any, index: Tensor) -> Tensor:
+    """The slices of input at index (a vector, or one index) along dim."""
+    i = index.data_ if isinstance(index, Tensor) else np.asarray(index)
+    if i.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if i.dtype not in (np.int64, np.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    d = _norm_dim(dim, input.data_.ndim)
+    if input.data_.ndim == 0 and i.size != 1:
+        raise RuntimeError(
+            f"index_select(): Index to scalar can have only 1 value, got {i.size} value(s)"
+        )
+    F.index_bounds(input.data_, d, i)
+    return F.IndexSelect.apply(input, dim=d, index=i.astype(np.int64), kept=_kept(index))
+
+
 def index_add(input: Tensor, dim: Any, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """input with alpha * source's slices added to the slices at index along dim."""
     d = _norm_dim(dim, input.data_.ndim)
@@ -2474,10 +2490,11 @@ def index_add(input: Tensor, dim: Any, index: Tensor, source: Tensor, *, alpha: 
             f"({n}), for dim: {d}"
         )
     shape = input.data_.shape
-    if s.ndim and (
-        s.ndim != len(shape)
-        or _py.any(a != b for k, (a, b) in enumerate(zip(shape, s.shape, strict=True)) if k != d)
-    ):
+    # the shapes without dim, or whole when either is 0-d (as PyTorch compares them)
+    whole = not s.ndim or not shape
+    mine = list(shape) if whole else [n for k, n in enumerate(shape) if k != d]
+    theirs = list(s.shape) if whole else [n for k, n in enumerate(s.shape) if k != d]
+    if mine != theirs:
         raise RuntimeError(
             "source tensor shape must match self tensor shape, excluding the specified "
             f"dimension. Got self.shape = {list(shape)} source.shape = {list(s.shape)}"
@@ -2490,12 +2507,18 @@ def index_copy(input: Tensor, dim: Any, index: Tensor, source: Tensor) -> Tensor
     """input with source's slices copied over the slices at index along dim."""
     d = _norm_dim(dim, input.data_.ndim)
     i, s, shape = index.data_, source.data_, input.data_.shape
+    # PyTorch's checks, in its order
     if i.ndim > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {i.ndim})")
-    n = s.shape[d] if s.ndim else 1
-    if i.size != n:
+    if not s.ndim and i.size != 1:
         raise IndexError(
-            f"index_copy_(): Number of indices ({i.size}) should be equal to source.size(dim) ({n})"
+            f"index_copy_(): When source is scalar, index should have one element (got {i.size})"
+        )
+    if s.ndim and len(shape) and s.ndim != len(shape):
+        raise IndexError(
+            "index_copy_(): When source and destination are not scalars, their "
+            f"dimensionality must match. Source dimensionality ({s.ndim}), destination "
+            f"dimensionality ({len(shape)})"
         )
     if i.dtype != np.int64:
         raise RuntimeError(
@@ -2506,19 +2529,18 @@ def index_copy(input: Tensor, dim: Any, index: Tensor, source: Tensor) -> Tensor
             "index_copy_(): self and source expected to have the same dtype, but got (self) "
             f"{_legacy_name(input)} and (source) {_legacy_name(source)}"
         )
-    if s.ndim and len(shape) and s.ndim != len(shape):
-        raise IndexError(
-            "index_copy_(): When source and destination are not scalars, their "
-            f"dimensionality must match. Source dimensionality ({s.ndim}), destination "
-            f"dimensionality ({len(shape)})"
-        )
     dest = [n for k, n in enumerate(shape) if k != d]
     part = [n for k, n in enumerate(s.shape) if k != d]
-    if s.ndim and dest != part:
+    if dest != part:
         raise RuntimeError(
             "index_copy_(): Source/destination tensor must have same slice shapes. "
             f"Destination slice shape: {' '.join(map(str, dest))} at dimension {d} and source "
             f"slice shape: {' '.join(map(str, part))} at dimension 0."
+        )
+    if s.ndim and i.size != s.shape[d]:
+        raise IndexError(
+            f"index_copy_(): Number of indices ({i.size}) should be equal to source.size(dim) "
+            f"({s.shape[d]})"
         )
     i = _check_vector_index("index_copy_(): ", index, shape, d, negatives=False)
     return F.IndexCopy.apply(input, source, dim=d, index=i, kept=_kept(index))
@@ -4222,7 +4244,7 @@ TENSOR_METHODS = (
     "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
     "logical_not bmm addmm floor_divide remainder "
     "scatter scatter_add index_fill index_add index_copy index_put logcumsumexp fmod "
-    "clamp_min clamp_max"
+    "clamp_min clamp_max index_select"
 ).split()
 
 

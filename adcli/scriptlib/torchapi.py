@@ -54,7 +54,7 @@ TORCH_OPS = (
     "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not "
     "bmm addmm dropout bilinear prelu "
     "scatter scatter_add index_fill index_add index_copy index_put logcumsumexp fmod "
-    "clamp_min clamp_max"
+    "clamp_min clamp_max index_select"
 ).split()
 
 FUNCTIONAL_OPS = (

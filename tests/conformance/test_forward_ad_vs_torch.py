@@ -287,6 +287,7 @@ CASES: list[Case] = [
     ("index_fill_tensor", [S, ()], lambda T, x, v: x.index_fill(0, T.tensor([1]), v)),
     ("index_add", [S, (3, 2)], lambda T, x, y: x.index_add(1, T.tensor([3, 3]), y, alpha=2)),
     ("index_copy", [S, (1, 4)], lambda T, x, y: x.index_copy(0, T.tensor([2]), y)),
+    ("index_select", [S], lambda T, x: x.index_select(1, T.tensor([3, 0, 3]))),
     ("index_put_acc", [S, (4,)], lambda T, x, y: x.index_put(
         (T.tensor([0, 0]),), y, accumulate=True)),
     ("smooth_l1", [S, S], lambda T, x, y: T.F.smooth_l1_loss(x, y, beta=0.7)),

@@ -915,7 +915,8 @@ def _index_literal(g: Gen, shape: list[int], size: int, unique: bool = False) ->
 
 def scatter_index(g: Gen) -> Plan | None:
     """scatter (src, value, reduce) / scatter_add, index_fill / index_add / index_copy /
-    index_put (+ in place), with literal index tensors (sometimes out of range)."""
+    index_put (+ in place), index_select, with literal index tensors (sometimes out of
+    range)."""
     rng = g.rng
     x = g.any_tensor("f", lambda t: t.ndim >= 1 and t.numel() > 0)
     if not x:
@@ -925,7 +926,7 @@ def scatter_index(g: Gen) -> Plan | None:
     d = _dim(g, nd)
     dd = d % nd
     size = v.shape[dd]
-    case = rng.choice(("scatter", "scatter", "scatter_add", "fill", "add", "copy", "put"))
+    case = rng.choice(("scatter", "scatter", "scatter_add", "fill", "add", "copy", "put", "select"))
     inplace = rng.random() < 0.4
     target = f"({x} * 1)" if inplace else x
     sfx = "_" if inplace else ""
@@ -956,10 +957,17 @@ def scatter_index(g: Gen) -> Plan | None:
         )
         return Plan(rng.choice(forms), [x, src], MOVE if fn == "scatter" else ORDER, [], fn)
     n = rng.randint(1, 3)
-    picks = rng.sample(range(size), min(n, size)) if case != "add" else None
+    picks = rng.sample(range(size), min(n, size)) if case not in ("add", "select") else None
     vec = picks if picks is not None else [rng.randrange(size) for _ in range(n)]
     vec = [p - size if rng.random() < 0.2 else p for p in vec]
     idx = f"torch.tensor({vec})"
+    if case == "select":
+        forms = (
+            f"{x}.index_select({d}, {idx})",
+            f"torch.index_select({x}, {d}, {idx})",
+            f"torch.index_select({x}, dim={d}, index={idx})",
+        )
+        return Plan(rng.choice(forms), [x], MOVE, [], "index_select")
     if case == "fill":
         val = repr(rng.choice(DYADIC))
         if rng.random() < 0.3:
