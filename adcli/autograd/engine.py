@@ -770,7 +770,8 @@ def _apply(
     elif not node.runs_undefined and all(g is None for g in grads):
         # every gradient undefined: PyTorch's formulas compute nothing and return
         # undefined ones, after unpacking what the node saved (a freed graph raises)
-        if isinstance(node, Function) and node.saved:
+        # (a freed node too: its Freed marker is falsy, but something was saved)
+        if isinstance(node, Function) and (node.saved or isinstance(node.saved, Freed)):
             node.saved_tensors  # noqa: B018
         outs = (None,) * len(node.next_functions)
     elif node.multi_output:

@@ -68,8 +68,13 @@ class NativeLayerNorm(Function):
         x, w, b = ctx.saved_tensors
         need = ctx.needs_input_grad
         if grad_mode.state.enabled:  # create_graph: a node of its own, as PyTorch's
+            # with PyTorch's inputs (grad_out, input, mean, rstd, weight, bias): mean and
+            # rstd constants, bias only an edge (its gradient is never defined), so the
+            # gradients require grad when the bias does and a backward through them
+            # reaches the bias's graph
+            mean, rstd = Tensor._make(ctx.mean), Tensor._make(ctx.rstd)
             outs = NativeLayerNormBackward.apply(
-                g, x, w, k=ctx.k, n=ctx.n, mean=ctx.mean, rstd=ctx.rstd, need=need
+                g, x, mean, rstd, w, b, k=ctx.k, n=ctx.n, need=need
             )
             return tuple(o if want else None for o, want in zip(outs, need, strict=True))
         dx, dw, db = normkernels.layer_norm_backward(
@@ -104,11 +109,11 @@ class NativeLayerNormBackward(Function):
     grad_fn_name = "NativeLayerNormBackwardBackward0"
     multi_output = True
 
-    def forward(ctx, g, x, w, k, n, mean, rstd, need):
-        ctx.k, ctx.n, ctx.mean, ctx.rstd, ctx.need = k, n, mean, rstd, need
+    def forward(ctx, g, x, mean, rstd, w, b, k, n, need):
+        ctx.k, ctx.n, ctx.mean, ctx.rstd, ctx.need = k, n, mean.data_, rstd.data_, need
         ctx.save(g, x, w)
         dx, dw, db = normkernels.layer_norm_backward(
-            g.data_, x.data_, mean, rstd, _data(w), n, need
+            g.data_, x.data_, ctx.mean, ctx.rstd, _data(w), n, need
         )
         xd = x.data_
         wshape = xd.shape[xd.ndim - k :]
@@ -121,14 +126,15 @@ class NativeLayerNormBackward(Function):
 
     def backward(ctx, ggx, ggw, ggb):
         g, x, w = ctx.saved_tensors
-        return _layer_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb)
+        d_g, d_x, d_w = _layer_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb)
+        return d_g, d_x, None, None, d_w, None
 
     def jvp(ctx, ts, xs, r):
-        (tg, tx, tw), (g, x, w) = ts, xs
+        (tg, tx, _, _, tw, _), (g, x, mean, rstd, w, b) = ts, xs
         again = None
         if tg is not None:  # linear in g: the same gradients of the tangent
             again = NativeLayerNormBackward.apply(
-                tg, x, w, k=ctx.k, n=ctx.n, mean=ctx.mean, rstd=ctx.rstd, need=ctx.need
+                tg, x, mean, rstd, w, b, k=ctx.k, n=ctx.n, need=ctx.need
             )
         return _second_order_tangents(ctx, _layer_norm_double_backward, g, x, w, tx, tw, again)
 
