@@ -102,6 +102,9 @@ class NativeLayerNorm(Function):
 class NativeLayerNormBackward(Function):
     """layer_norm's gradients (input, weight, bias) from the incoming gradient
 
+    Its inputs are PyTorch's native_layer_norm_backward's: (grad_out, input, mean,
+    rstd, weight, bias); mean and rstd are constants and the bias gets no gradient,
+    but its edge is there (a double backward reaches the bias's node, as PyTorch's).
     Its own backward is PyTorch's layer_norm_double_backward, in Tensor operations
     with the forward's mean and rstd as constants (as PyTorch's are), so second
     derivatives come out as PyTorch's do, signs of zeros included."""
@@ -335,7 +338,7 @@ class NativeBatchNorm(Function):
         x, w = ctx.saved_tensors
         need = ctx.needs_input_grad
         if grad_mode.state.enabled:  # create_graph: a node of its own, as PyTorch's
-            outs = NativeBatchNormBackward.apply(g, x, w, fwd=ctx, need=need)
+            outs = NativeBatchNormBackward.apply(g, x, w, *_bn_stats(ctx), fwd=ctx, need=need)
             return tuple(o if want else None for o, want in zip(outs, need, strict=True))
         return _values(
             normkernels.batch_norm_backward(
@@ -358,8 +361,16 @@ class NativeBatchNorm(Function):
         )
 
 
+def _bn_stats(ctx: Function) -> tuple[Tensor, Tensor]:
+    """The forward's statistics as the constant operands of PyTorch's
+    native_batch_norm_backward node (two edges that never lead anywhere: PyTorch
+    refuses running statistics that require grad)."""
+    return Tensor._make(np.asarray(ctx.mean)), Tensor._make(np.asarray(ctx.invstd))
+
+
 class NativeBatchNormBackward(Function):
-    """batch_norm's gradients (input, weight, bias) from the incoming gradient
+    """batch_norm's gradients (input, weight, bias) from the incoming gradient,
+    its inputs (grad_out, input, weight) and two statistics, as PyTorch's node
 
     Its own backward is PyTorch's batchnorm_double_backward in Tensor operations, the
     statistics constants (as PyTorch's are)."""
@@ -367,7 +378,7 @@ class NativeBatchNormBackward(Function):
     grad_fn_name = "NativeBatchNormBackwardBackward0"
     multi_output = True
 
-    def forward(ctx, g, x, w, fwd, need):
+    def forward(ctx, g, x, w, _mean, _invstd, fwd, need):
         ctx.training, ctx.eps, ctx.mean, ctx.need = fwd.training, fwd.eps, fwd.mean, need
         ctx.invstd, ctx.running_var = fwd.invstd, fwd.running_var
         ctx.save(g, x, w)
@@ -379,13 +390,15 @@ class NativeBatchNormBackward(Function):
 
     def backward(ctx, ggx, ggw, ggb):
         g, x, w = ctx.saved_tensors
-        return _batch_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb)
+        return _batch_norm_double_backward(ctx, g, x, w, ggx, ggw, ggb) + (None, None)
 
     def jvp(ctx, ts, xs, r):
-        (tg, tx, tw), (g, x, w) = ts, xs
+        (tg, tx, tw, _, _), (g, x, w, mean_t, invstd_t) = ts, xs
         again = None
         if tg is not None:  # linear in g: the same gradients of the tangent
-            again = NativeBatchNormBackward.apply(tg, x, w, fwd=ctx, need=ctx.need)
+            again = NativeBatchNormBackward.apply(
+                tg, x, w, mean_t, invstd_t, fwd=ctx, need=ctx.need
+            )
         return _second_order_tangents(ctx, _batch_norm_double_backward, g, x, w, tx, tw, again)
 
 

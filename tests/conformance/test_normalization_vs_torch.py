@@ -151,6 +151,82 @@ def test_layer_norm_forward_ad() -> None:
     _same(out[1], out[0], "float64")
 
 
+def _edges(node: Any) -> tuple[Any, ...]:
+    return tuple((None if f is None else f.name(), nr) for f, nr in node.next_functions)
+
+
+@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both"])
+@pytest.mark.parametrize("grad_rg", [True, False])
+def test_layer_norm_gradient_node_inputs(affine: str, grad_rg: bool) -> None:
+    """The create_graph gradient is one node with PyTorch's native_layer_norm_backward
+    inputs (grad_out, input, mean, rstd, weight, bias), the weight's and the bias's
+    gradients outputs of it too (fuzz s24final:27397, s24final:47063)."""
+    out = []
+    for m in (torch, AD):
+        x = _lib(m, _data((2, 3), 12), "float64")
+        w = _lib(m, _data((3,), 13), "float64") if affine in ("weight", "both") else None
+        b = _lib(m, _data((3,), 14), "float64") if affine in ("bias", "both") else None
+        gy = _lib(m, _data((2, 3), 15), "float64", grad_rg)
+        y = m.nn.functional.layer_norm(x, (3,), w, b)
+        ins = [t for t in (x, w, b) if t is not None]
+        gs = m.autograd.grad(y, ins, gy, create_graph=True)
+        got = [(g.grad_fn.name(), _edges(g.grad_fn)) for g in gs]
+        if b is not None:  # the bias's gradient alone still comes from that node
+            (gb,) = m.autograd.grad(y, b, gy, create_graph=True)
+            got.append((gb.grad_fn.name(), _edges(gb.grad_fn)))
+        out.append(got)
+    assert out[1] == out[0]
+    assert all(name == "NativeLayerNormBackwardBackward0" for name, _ in out[1])
+    assert all(len(edges) == 6 for _, edges in out[1])
+
+
+def test_layer_norm_gradient_depends_on_the_bias_alone() -> None:
+    """A bias that is the only input requiring grad: its gradient has the node (fuzz
+    s24final:47063)."""
+    out = []
+    for m in (torch, AD):
+        t1 = m.full((4,), -1.0, dtype=m.float64)
+        b = m.tensor([-1.0, 1.0, 1.0, 0.0], dtype=m.float64, requires_grad=True)
+        y = m.nn.functional.layer_norm(t1, (4,), t1, b)
+        (gb,) = m.autograd.grad(y, b, m.ones_like(y), create_graph=True)
+        out.append((gb.grad_fn.name(), _edges(gb.grad_fn), _arr(gb).tolist()))
+    assert out[1] == out[0]
+
+
+def test_layer_norm_double_backward_reaches_the_bias() -> None:
+    """The double backward runs the bias's node (with no gradient), which checks what it
+    saved: a changed cdist output fails there, as in PyTorch (fuzz s24final:48075)."""
+
+    def run(m: Any) -> None:
+        x = m.tensor([1.0, 1.0], dtype=m.float64, requires_grad=True)
+        d = m.cdist(
+            m.zeros(2, 0, dtype=m.float64), m.zeros(1, 0, dtype=m.float64, requires_grad=True)
+        )
+        b = d.ravel()
+        b.clamp_(min=-1.0)
+        y = m.nn.functional.layer_norm(x, (2,), x, b)
+        (g,) = m.autograd.grad(y.sum(), x, create_graph=True)
+        g.sum().backward()
+
+    assert _error(AD, run) == _error(torch, run)
+    assert "output 0 of Cdist" in _error(torch, run)[1]
+
+
+def test_batch_norm_gradient_node_inputs() -> None:
+    """batch_norm's create_graph gradient node has PyTorch's five inputs (the last two,
+    statistics, never lead anywhere)."""
+    out = []
+    for m in (torch, AD):
+        x = _lib(m, _data((3, 2), 16), "float64")
+        w, b = _lib(m, _data((2,), 17), "float64"), _lib(m, _data((2,), 18), "float64")
+        for training in (True, False):
+            rm, rv = m.zeros(2, dtype=m.float64), m.ones(2, dtype=m.float64)
+            y = m.nn.functional.batch_norm(x, rm, rv, w, b, training=training)
+            gs = m.autograd.grad(y.square().sum(), (x, w, b), create_graph=True)
+            out.append([(g.grad_fn.name(), _edges(g.grad_fn)) for g in gs])
+    assert out[1] == out[0]
+
+
 def test_layer_norm_module() -> None:
     for args, kw in [((3,), {}), (((2, 3),), {"eps": 1e-3, "elementwise_affine": False})]:
         lt, la = torch.nn.LayerNorm(*args, **kw), AD.nn.LayerNorm(*args, **kw)
