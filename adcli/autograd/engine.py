@@ -849,8 +849,10 @@ def _accumulate_grad(node: AccumulateGrad, g: Tensor | None, create_graph: bool)
             from . import ops
 
             var._grad = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
-        elif type(g._vc) is ZeroCounter and not create_graph:
-            var._grad = g.detach()  # PyTorch takes the new gradient itself: an efficient zero
+        elif type(g._vc) is ZeroCounter and not create_graph and _adopts(var, g):
+            # PyTorch takes the new gradient itself, an efficient zero (one not laid out
+            # as the leaf, an expanded one, it copies into real zeros below)
+            var._grad = g.detach()
         else:
             var._grad = _first_grad(var, g, create_graph)
     elif create_graph:

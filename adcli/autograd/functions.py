@@ -3654,6 +3654,9 @@ class Logcumsumexp(Function):
 
     def forward(ctx, a, dim):
         ctx.dim = dim
+        ctx.save_output(a)
+        if a.data_.ndim == 0:  # PyTorch copies a 0-d tensor (so -0. stays -0.)
+            return a.data_.copy()
         x = _as_1d(a.data_)
         acc = np.moveaxis(x, dim, 0).astype(np.float64)
         out = np.empty_like(acc)
@@ -3661,7 +3664,6 @@ class Logcumsumexp(Function):
         for k in range(acc.shape[0]):
             run = _log_add_exp(acc[k], run)
             out[k] = run
-        ctx.save_output(a)
         return _c_order(np.moveaxis(out.astype(x.dtype), 0, dim).reshape(a.data_.shape))
 
     def backward(ctx, g):
@@ -4690,7 +4692,10 @@ class Atan2(Function):
         # PyTorch's atan2_backward: recip = 1 / (a * a + b * b), 0 where that is 0
         # (at the origin, or where the squares underflow)
         a, b = ctx.saved_tensors
-        denom = a * a + b * b
+        # (self * self + other * other: GCC computes an operator's right operand first,
+        # so other * other is the older node, which orders the double backward's leaves)
+        bb = b * b
+        denom = a * a + bb
         recip = ops.masked_fill(ops.reciprocal(denom), denom == 0, 0.0)
         ga = g * b * recip if ctx.needs_input_grad[0] else None
         gb = g * -a * recip if ctx.needs_input_grad[1] else None
