@@ -69,6 +69,7 @@ PACK_ORDER: dict[str, tuple[int, ...]] = {
     "MaximumBackward0": (1, 0),
     "MinimumBackward0": (1, 0),
     "RemainderBackward1": (1, 0),
+    "FmodBackward1": (1, 0),
     "Atan2Backward0": (1, 0),
 }
 
