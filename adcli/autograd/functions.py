@@ -2195,15 +2195,15 @@ class Dot(Function):
 
 
 def _bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b for batches of matrices. Float32 as PyTorch computes it: under 400
-    multiply-adds per matrix its own loop (each element summed from +0, one product
-    at a time, in order), else MKL's batched sgemm where MKL is installed."""
+    """a @ b for batches of matrices, as PyTorch computes it: under 400 multiply-adds
+    per matrix its own loop (each element summed from +0, one product at a time, in
+    order, float32 or float64), else MKL's batched sgemm where MKL is installed."""
+    if a.dtype in (np.float32, np.float64) and a.shape[1] * a.shape[2] * b.shape[2] < 400:
+        acc = np.zeros((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+        for k in range(a.shape[2]):
+            acc += a[:, :, k : k + 1] * b[:, k : k + 1, :]
+        return acc
     if a.dtype == np.float32:
-        if a.shape[1] * a.shape[2] * b.shape[2] < 400:
-            acc = np.zeros((a.shape[0], a.shape[1], b.shape[2]), np.float32)
-            for k in range(a.shape[2]):
-                acc += a[:, :, k : k + 1] * b[:, k : k + 1, :]
-            return acc
         r = mkl.bmm(a, b)
         if r is not None:
             return r
@@ -2230,6 +2230,18 @@ class Bmm(Function):
         return _zprod(ops.bmm, _fz(ta, a, r), b) + _zprod(ops.bmm, a, _fz(tb, b, r))
 
 
+def _gemm_zero_signs(out: np.ndarray, b: np.ndarray, x: np.ndarray, w: np.ndarray) -> None:
+    """PyTorch's gemm adds the products onto the bias one by one, so a -0. bias stays
+    -0. where every product is -0. too (or there are none); NumPy's sum of the
+    products starts from +0. Fixes those elements of `out` in place."""
+    bb = np.broadcast_to(b, out.shape)
+    cand = np.argwhere((out == 0) & np.signbit(bb))
+    for i, j in cand:
+        p = x[i, :] * w[:, j]
+        if np.all((p == 0) & np.signbit(p)):
+            out[i, j] = -0.0
+
+
 class Addmm(Function):
     """bias + x @ w (F.linear with a bias)"""
 
@@ -2251,7 +2263,10 @@ class Addmm(Function):
         if beta == 0:  # the bias is not read at all: its NaNs do not propagate
             return prod
         b = _d(bias, dtype)
-        return (b if beta == 1 else b * np.asarray(beta, dtype)) + prod
+        out = (b if beta == 1 else b * np.asarray(beta, dtype)) + prod
+        if beta == 1 and alpha == 1:
+            _gemm_zero_signs(out, b, x_, w_)
+        return out
 
     def backward(ctx, g):
         # PyTorch's maybe_multiply: a factor of 1 is not applied (no node)

@@ -71,6 +71,7 @@ PACK_ORDER: dict[str, tuple[int, ...]] = {
     "RemainderBackward1": (1, 0),
     "FmodBackward1": (1, 0),
     "Atan2Backward0": (1, 0),
+    "NativeLayerNormBackward0": (2, 0, 1),  # (bias, input, weight): by name, as PyTorch
 }
 
 
