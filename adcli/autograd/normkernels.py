@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from . import kernels32
+from . import bngeneric, kernels32
 from .summation import thread_chunks, threads
 
 _CHUNK = 16  # vectors per Welford chunk (PyTorch's kChunkSize)
@@ -136,8 +136,8 @@ def layer_norm(
 def _lanes_reduce(v: np.ndarray, lanes: int) -> np.ndarray:
     """Sum along the last axis as `vec::reduce_all` / `map*_reduce_all` add: one
     accumulator per lane over whole vectors (the first is the start), the tail into
-    the first lanes, then the lanes folded in halves; a row shorter than a vector
-    in order."""
+    the first lanes, then the lanes folded (`_fold_lanes`); a row shorter than a
+    vector in order."""
     n = v.shape[-1]
     if n < lanes:
         return np.add.accumulate(v, axis=-1)[..., -1] if n else np.zeros(v.shape[:-1], v.dtype)
@@ -148,10 +148,7 @@ def _lanes_reduce(v: np.ndarray, lanes: int) -> np.ndarray:
         acc = acc + vecs[..., k, :]
     if n > full:
         acc[..., : n - full] += v[..., full:]
-    while acc.shape[-1] > 1:
-        half = acc.shape[-1] // 2
-        acc = acc[..., :half] + acc[..., half:]
-    return acc[..., 0]
+    return _fold_lanes(acc)
 
 
 def _lanes_dot(p: np.ndarray, q: np.ndarray, lanes: int) -> np.ndarray:
@@ -169,6 +166,17 @@ def _lanes_dot(p: np.ndarray, q: np.ndarray, lanes: int) -> np.ndarray:
         acc = acc + pv[..., k, :] * qv[..., k, :]
     if n > full:
         acc[..., : n - full] = _fma(p[..., full:], q[..., full:], acc[..., : n - full])
+    return _fold_lanes(acc)
+
+
+def _fold_lanes(acc: np.ndarray) -> np.ndarray:
+    """A vector's lanes (last axis) added up as `vec_reduce_all`: float's halving
+    shuffles (8 lanes), double's generic loop one lane after another (4 lanes)."""
+    if acc.shape[-1] != 8:
+        total = acc[..., 0]
+        for i in range(1, acc.shape[-1]):
+            total = total + acc[..., i]
+        return total
     while acc.shape[-1] > 1:
         half = acc.shape[-1] // 2
         acc = acc[..., :half] + acc[..., half:]
@@ -282,17 +290,32 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                     d = v[i] - mean
                     var_sum = _fma(d, d, var_sum)
                 return mean, var_sum
-            s = np.cumsum(v.astype(np.float64), axis=0)[-1]
+            s = np.cumsum(v.astype(np.float64), axis=0)[-1] + 0.0  # from +0, as PyTorch
             mean = (s / rows).astype(dt)
             d = v - mean
             return mean, np.cumsum((d * d).astype(np.float64), axis=0)[-1].astype(dt)
         flat = _channel_rows(x).reshape(c, -1)
-        s = np.cumsum(flat.astype(np.float64), axis=1)[:, -1] if flat.size else np.zeros(c)
+        # PyTorch's double accumulator starts at +0: a channel of -0s sums to +0
+        s = np.cumsum(flat.astype(np.float64), axis=1)[:, -1] + 0.0 if flat.size else np.zeros(c)
         mean = (s / rows).astype(dt)
         d = flat - mean[:, None]
+        if dt == np.float64 and image % 2 and flat.size:
+            return mean, _odd_plane_var_sum(d.reshape(c, -1, image))
         sq = (d * d).astype(np.float64)
         var_sum = np.cumsum(sq, axis=1)[:, -1] if sq.size else np.zeros(c)
         return mean, var_sum.astype(dt)
+
+
+def _odd_plane_var_sum(d: np.ndarray) -> np.ndarray:
+    """sum(d²) per channel over d (channels, planes, odd image size) in double, as the
+    compiled loop adds it: each plane's squares two at a time in order, its odd last
+    square fused into the sum (measured)."""
+    acc = np.zeros(d.shape[0])
+    body = d[:, :, :-1] * d[:, :, :-1]
+    for p in range(d.shape[1]):
+        acc = np.add.accumulate(np.concatenate([acc[:, None], body[:, p]], axis=1), axis=1)[:, -1]
+        acc = _fma(d[:, p, -1], d[:, p, -1], acc)
+    return acc
 
 
 def strided_layout(x: np.ndarray) -> bool:
@@ -367,7 +390,7 @@ def update_running(
 ) -> None:
     """Update the running mean and (unbiased) variance in place, as PyTorch's kernel:
     momentum * stat + (1 - momentum) * running in the input's dtype (the
-    variance's sum in double, one fused multiply-add)."""
+    variance's sum in double, one fused multiply-add for float32 inputs)."""
     dt = mean.dtype.type
     mom = dt(momentum)
     with np.errstate(all="ignore"):
@@ -384,7 +407,10 @@ def update_running(
         if rv is not None:
             unbiased = (var_sum / dt(rows - 1)).astype(np.float64)
             keep = ((dt(1) - mom) * rv.astype(dt)).astype(np.float64)
-            rv[...] = _fma(np.float64(mom), unbiased, keep).astype(rv.dtype)
+            if dt == np.float64:  # measured: a double input's update is not fused
+                rv[...] = (mom * unbiased + keep).astype(rv.dtype)
+            else:
+                rv[...] = _fma(np.float64(mom), unbiased, keep).astype(rv.dtype)
 
 
 def eval_invstd(rv: np.ndarray, eps: float, dt: type) -> np.ndarray:
@@ -431,7 +457,10 @@ def batch_norm_backward(
     c = x.shape[1]
     rows = x.size // c if c else 0
     image = x.size // (x.shape[0] * c) if x.shape[0] * c else 0
-    g = np.ascontiguousarray(np.broadcast_to(g, x.shape))
+    g = np.broadcast_to(g, x.shape)
+    if x.size and not bngeneric.kernel_layouts(x, g):
+        return bngeneric.generic_backward(g, x, w, mean, invstd, train, need)
+    g = np.ascontiguousarray(g)
     wv = np.ones(c, dt) if w is None else w.astype(dt)
     sh = (1, c) + (1,) * (x.ndim - 2)
     with np.errstate(all="ignore"):
@@ -458,8 +487,9 @@ def batch_norm_backward(
             lanes = _lanes(x.dtype)
             part_s = _lanes_reduce(gr, lanes).astype(np.float64)
             part_d = _lanes_dot(xr - mean[:, None, None], gr, lanes).astype(np.float64)
-            s = np.cumsum(part_s, axis=1)[:, -1] if part_s.size else np.zeros(c)
-            dp = np.cumsum(part_d, axis=1)[:, -1] if part_d.size else np.zeros(c)
+            # the double accumulators start at +0
+            s = np.cumsum(part_s, axis=1)[:, -1] + 0.0 if part_s.size else np.zeros(c)
+            dp = np.cumsum(part_d, axis=1)[:, -1] + 0.0 if part_d.size else np.zeros(c)
             if train:
                 k = dp.astype(dt) * invstd * invstd / dt(rows)
                 gmean = (s / rows).astype(dt) if rows else np.full(c, np.nan, dt)
