@@ -30,15 +30,18 @@ def _dense_in(x: np.ndarray, order: tuple[int, ...]) -> bool:
     return True
 
 
-def _is_contiguous(x: np.ndarray) -> bool:
-    """PyTorch's is_contiguous in any of the contiguous and channels-last formats."""
-    if x.flags.c_contiguous:
-        return True
+def channels_last_dense(x: np.ndarray) -> bool:
+    """PyTorch's is_contiguous(channels_last) (4 dims) or (channels_last_3d) (5)."""
     order = _CL_ORDER.get(x.ndim)
     return order is not None and _dense_in(x, order)
 
 
-def _suggest_channels_last(x: np.ndarray) -> bool:
+def _is_contiguous(x: np.ndarray) -> bool:
+    """PyTorch's is_contiguous in any of the contiguous and channels-last formats."""
+    return bool(x.flags.c_contiguous) or channels_last_dense(x)
+
+
+def suggest_channels_last(x: np.ndarray) -> bool:
     """suggest_memory_format() is channels-last: is_channels_last_strides_2d / _3d,
     ambiguous layouts (a 0 channel stride, N111) counting as contiguous."""
     order = _CL_ORDER.get(x.ndim)
@@ -55,12 +58,23 @@ def _suggest_channels_last(x: np.ndarray) -> bool:
     return True
 
 
+def laid_out(v: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """v (x's shape) in the memory format PyTorch gives a result allocated
+    empty_like(x, x.suggest_memory_format()): channels-last or contiguous."""
+    if not suggest_channels_last(x):
+        # a fresh C-order array: size-1 dims get PyTorch's strides too
+        return v if v.strides == np.empty(v.shape, v.dtype).strides else v.copy(order="C")
+    last = (0, *range(2, x.ndim), 1)
+    back = (0, x.ndim - 1, *range(1, x.ndim - 1))
+    return np.ascontiguousarray(np.transpose(v, last)).transpose(back)
+
+
 def kernel_layouts(x: np.ndarray, g: np.ndarray) -> bool:
     """Whether PyTorch's backward takes its vectorised kernels (all_contiguous)."""
     return (
         _is_contiguous(x)
         and _is_contiguous(g)
-        and _suggest_channels_last(x) == _suggest_channels_last(g)
+        and suggest_channels_last(x) == suggest_channels_last(g)
     )
 
 
@@ -104,6 +118,6 @@ def generic_backward(
                 dx = (g - (total / dt(n)).reshape(sh) - gi) * invstd.reshape(sh) * wv.reshape(sh)
             else:
                 dx = g * invstd.reshape(sh) * wv.reshape(sh)
-            dx = np.ascontiguousarray(dx, dtype=dt)
+            dx = laid_out(dx.astype(dt, copy=False), x)
         grad_w = (dotp * invstd.astype(np.float64)).astype(dt) if need[1] else None
     return dx, grad_w, (total.astype(dt) if need[2] else None)

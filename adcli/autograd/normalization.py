@@ -25,9 +25,12 @@ from .node import Function
 from .tensor import Tensor
 
 
-def _values(values: tuple[Any, ...]) -> tuple[Tensor | None, ...]:
-    """The kernel's gradients as plain tensors (no graph: create_graph is off)."""
-    return tuple(None if v is None else Tensor._make(np.ascontiguousarray(v)) for v in values)
+def _values(values: tuple[Any, ...], keep: bool = False) -> tuple[Tensor | None, ...]:
+    """The kernel's gradients as plain tensors (no graph: create_graph is off),
+    contiguous unless `keep` (batch_norm's kernels lay theirs out as PyTorch's)."""
+    return tuple(
+        None if v is None else Tensor._make(v if keep else np.ascontiguousarray(v)) for v in values
+    )
 
 
 def _data(t: Tensor | None) -> np.ndarray | None:
@@ -343,7 +346,8 @@ class NativeBatchNorm(Function):
         return _values(
             normkernels.batch_norm_backward(
                 g.data_, x.data_, _data(w), ctx.mean, ctx.invstd, ctx.training, need
-            )
+            ),
+            keep=True,
         )
 
     def jvp(ctx, ts, xs, r):
@@ -433,10 +437,14 @@ def _batch_norm_double_backward(
     def per_channel(t: Tensor) -> Tensor:
         return ops.reshape(t, sh)
 
+    def expanded(t: Tensor) -> Tensor:
+        # expand_as(input): full-size, so a product's layout is contiguous, as PyTorch's
+        return ops.expand(per_channel(t), xd.shape)
+
     affine = w is not None
-    gamma = per_channel(w) if affine else Tensor._make(np.ones((), dt))
-    ggw_b = per_channel(ggw) if affine and ggw is not None else None
-    ggb_b = per_channel(ggb) if affine and ggb is not None else None
+    gamma = expanded(w) if affine else Tensor._make(np.ones((), dt))
+    ggw_b = expanded(ggw) if affine and ggw is not None else None
+    ggb_b = expanded(ggb) if affine and ggb is not None else None
     mu = Tensor._make(ctx.mean.reshape(sh).astype(dt))
     if training:
         r1 = Tensor._make(ctx.invstd.reshape(sh).astype(dt))

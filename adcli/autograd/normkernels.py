@@ -246,6 +246,25 @@ def _channel_rows(x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(nb, c, -1).transpose(1, 0, 2)
 
 
+def _channel_last_rows(x: np.ndarray) -> np.ndarray | None:
+    """x as rows of channels in memory order, when PyTorch's channels-last kernels
+    run on it: a contiguous (n, c, 1, ...) input, or a channels-last (not also
+    contiguous) 4-d or 5-d one; else None."""
+    c = x.shape[1]
+    if x.flags.c_contiguous:
+        return x.reshape(-1, c) if x.size and x.size == x.shape[0] * c else None
+    if bngeneric.channels_last_dense(x):
+        return np.transpose(x, (0, *range(2, x.ndim), 1)).reshape(-1, c)
+    return None
+
+
+def _from_channel_rows(v: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Rows of channels (memory order) back in x's shape, laid out as x's result."""
+    n = x.ndim
+    moved = v.reshape((x.shape[0], *x.shape[2:], x.shape[1]))
+    return bngeneric.laid_out(np.transpose(moved, (0, n - 1, *range(1, n - 1))), x)
+
+
 def _thread_sums(v: np.ndarray, fn: object = None) -> np.ndarray:
     """Rows of v (rows, channels) added per thread chunk in order in v's dtype, the
     chunks' sums then added in double: PyTorch's two-pass vertical reduction."""
@@ -266,9 +285,9 @@ def batch_norm_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     c = x.shape[1]
     rows = x.size // c if c else 0
     image = x.size // (x.shape[0] * c) if x.shape[0] * c else 0
+    v = _channel_last_rows(x)
     with np.errstate(all="ignore"):
-        if image == 1:  # PyTorch's channels-last kernel: rows of channels
-            v = np.ascontiguousarray(x).reshape(rows, c)
+        if v is not None:  # PyTorch's channels-last kernel: rows of channels
             nthreads = threads()
             if rows > nthreads:
                 mean = (_thread_sums(v) / rows).astype(dt)
@@ -323,16 +342,7 @@ def strided_layout(x: np.ndarray) -> bool:
     generic path (a mean op, a serial variance in double, an unfused transform)."""
     if x.flags.c_contiguous or x.size == 0:
         return False
-    if x.ndim in (4, 5):
-        order = (1, 3, 2, 0) if x.ndim == 4 else (1, 4, 3, 2, 0)
-        expect = 1
-        for d in order:
-            if x.shape[d] != 1:
-                if x.strides[d] != expect * x.itemsize:
-                    return True
-                expect *= x.shape[d]
-        return False
-    return True
+    return not bngeneric.channels_last_dense(x)
 
 
 def _memory_order(v: np.ndarray) -> np.ndarray:
@@ -437,8 +447,10 @@ def batch_norm_apply(
             one, zero = np.ones(c, dt), np.zeros(c, dt)
             n = (x - mean.astype(dt).reshape(sh)) * invstd.astype(dt).reshape(sh)
             wd = (one if w is None else w.astype(dt)).reshape(sh)
-            return np.ascontiguousarray(n * wd + (zero if b is None else b.astype(dt)).reshape(sh))
-        return _fma(x, alpha.reshape(sh), beta.reshape(sh))
+            y = n * wd + (zero if b is None else b.astype(dt)).reshape(sh)
+        else:
+            y = _fma(x, alpha.reshape(sh), beta.reshape(sh))
+        return bngeneric.laid_out(y, x)
 
 
 def batch_norm_backward(
@@ -456,17 +468,15 @@ def batch_norm_backward(
     dt = x.dtype.type
     c = x.shape[1]
     rows = x.size // c if c else 0
-    image = x.size // (x.shape[0] * c) if x.shape[0] * c else 0
     g = np.broadcast_to(g, x.shape)
     if x.size and not bngeneric.kernel_layouts(x, g):
         return bngeneric.generic_backward(g, x, w, mean, invstd, train, need)
+    v, gv = _channel_last_rows(x), _channel_last_rows(g)
     g = np.ascontiguousarray(g)
     wv = np.ones(c, dt) if w is None else w.astype(dt)
     sh = (1, c) + (1,) * (x.ndim - 2)
     with np.errstate(all="ignore"):
-        if image == 1:
-            v = np.ascontiguousarray(x).reshape(rows, c)
-            gv = g.reshape(rows, c)
+        if v is not None and gv is not None:
             total = _thread_sums(gv).astype(dt)
             dp = np.zeros(c, np.float64)
             d = v - mean
@@ -497,20 +507,18 @@ def batch_norm_backward(
             grad_b = s.astype(dt)
         dx = None
         if need[0]:
-            if train and image == 1:
+            if train and v is not None and gv is not None:
                 # the channels-last kernel: its vector body fuses, its tail does not
-                # rows of channels: (n, c, 1, ...) inputs are (n, c) here
-                d = np.ascontiguousarray(x).reshape(rows, c) - mean
-                gv = g.reshape(rows, c)
+                d = v - mean
                 body = c - c % _lanes(x.dtype)
                 t = gv - gmean - d * k
                 t[:, :body] = _fma(-d[:, :body], k[:body], gv[:, :body] - gmean[:body])
-                dx = (t * invstd * wv).reshape(x.shape)
+                dx = _from_channel_rows(t * invstd * wv, x)
             elif train:
                 t = _fma(-(x - mean.reshape(sh)), k.reshape(sh), g - gmean.reshape(sh))
-                dx = t * invstd.reshape(sh) * wv.reshape(sh)
+                dx = bngeneric.laid_out(t * invstd.reshape(sh) * wv.reshape(sh), x)
             else:
-                dx = g * invstd.reshape(sh) * wv.reshape(sh)
+                dx = bngeneric.laid_out(g * invstd.reshape(sh) * wv.reshape(sh), x)
     return dx, (grad_w if need[1] else None), (grad_b if need[2] else None)
 
 

@@ -68,6 +68,8 @@ def _run(m: Any, seed: int, spec: tuple[Any, ...]) -> list[Any]:
         x = leaf.transpose(0, -1).contiguous().transpose(0, -1)
     elif layout == "sliced":
         x = m.cat([leaf, leaf], -1)[..., ::2]
+    elif layout == "channels_last":  # channels-last strides, reached by permutes
+        x = leaf.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
     rm, rv = m.zeros(c, dtype=dt), m.ones(c, dtype=dt) * 1.5
     if inst:
         y = m.nn.functional.instance_norm(x, None, None, w, b)
@@ -111,6 +113,18 @@ def test_batch_norm_gradients_bit_for_bit(dtype: str, layout: str, loss_kind: st
         for training in (True, False):
             spec = (shape, dtype, training, "wb", layout, loss_kind, 0, i % 4, False)
             _check(10 * i + training, spec)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("loss_kind", ["sum", "weighted", "squared"])
+def test_batch_norm_channels_last_bit_for_bit(dtype: str, loss_kind: str) -> None:
+    """A channels-last input runs PyTorch's channels-last kernels (rows of channels)
+    when its gradient is channels-last too, else the generic backward."""
+    for i, shape in enumerate([(2, 3, 4, 4), (2, 5, 3, 2), (3, 9, 2, 3), (4, 6, 7, 9)]):
+        for training in (True, False):
+            for second in (0, 1):
+                spec = (shape, dtype, training, "wb", "channels_last", loss_kind, second)
+                _check(20 * i + 2 * training + second, (*spec, i % 4, False))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
