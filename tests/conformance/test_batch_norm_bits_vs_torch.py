@@ -201,3 +201,36 @@ def test_batch_norm_statistics_bit_for_bit(dtype: str) -> None:
                 y = m.nn.functional.batch_norm(x, rm, rv, None, None, True, 0.3)
                 out.append([_bits(y), _bits(rm), _bits(rv)])
             assert out[1] == out[0], (shape, kind)
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "arg"),
+    [
+        ("layer", (3, 7), (7,)),
+        ("layer", (2, 5, 6), (5, 6)),
+        ("layer", (4, 13), (13,)),
+        ("layer", (2, 3, 17), (17,)),
+        ("group", (3, 3, 3, 2), 3),
+        ("group", (2, 9, 6, 5), 3),
+        ("group", (1, 2, 6), 1),
+        ("group", (2, 6, 7), 3),
+    ],
+)
+def test_layer_group_norm_double_gradients_bit_for_bit(kind: str, shape: Any, arg: Any) -> None:
+    """float64 layer and group norm gradients: a double vector's lanes fold one after
+    another (PyTorch's generic vec_reduce_all), group norm's tail products fused."""
+    rng = np.random.default_rng(5)
+    x0, g0 = rng.standard_normal(shape), rng.standard_normal(shape)
+    out = []
+    for m in (torch, AD):
+        x = m.tensor(x0.tolist(), dtype=m.float64, requires_grad=True)
+        if kind == "layer":
+            w = m.linspace(-1.0, 2.0, int(np.prod(arg)), dtype=m.float64).reshape(arg)
+            w.requires_grad_()
+            y = m.nn.functional.layer_norm(x, arg, w, None)
+        else:
+            w = m.linspace(-1.0, 2.0, shape[1], dtype=m.float64).requires_grad_()
+            y = m.nn.functional.group_norm(x, arg, w, None)
+        gx, gw = m.autograd.grad(y, (x, w), m.tensor(g0.tolist(), dtype=m.float64))
+        out.append([_bits(y), _bits(gx), _bits(gw)])
+    assert out[1] == out[0]
