@@ -12,7 +12,6 @@ import numpy as np
 
 from . import functions, grad_mode, moments, ops, saved_attrs
 from .node import Function
-from .summation import torch_sum
 from .tensor import Tensor
 
 # ************************************************************ trace
@@ -30,7 +29,10 @@ class Trace(Function):
         diag = np.diagonal(x).copy()
         if x.dtype.kind in "biu":
             return np.asarray(diag.astype(np.int64).sum(), np.int64)
-        return np.asarray(torch_sum(diag, None), x.dtype)
+        # PyTorch's loop: from +0., one element at a time, in double (its CPU
+        # accumulate type for float32 as well)
+        acc = np.cumsum(np.concatenate([np.zeros(1), diag.astype(np.float64)]))[-1]
+        return np.asarray(acc, x.dtype)
 
     def backward(ctx, g):
         # PyTorch's trace_backward: g written on the diagonal of flat zeros, viewed back
