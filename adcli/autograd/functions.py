@@ -702,7 +702,7 @@ class Sqrt(Function):
 
     def backward(ctx, g):
         (r,) = ctx.saved_tensors
-        return (g / (r * 2),)
+        return (g / MulScalar.apply(r, other=2),)  # C++'s result * 2: MulBackward1
 
     def jvp(ctx, ts, xs, r):
         return ts[0] / (r * 2)
@@ -4254,11 +4254,19 @@ class BceBackward(Function):
                 d = d / max(1, int(np.prod(ctx.shape)))
             gg_g = _loss_reduce_t(d, r)
         if ctx.needs_input_grad[1]:
-            num = p * p - p * t * 2 + t
-            den = (p + _BCE_EPS) ** 2 * (1 - p + _BCE_EPS) ** 2
-            gg_p = num / den * (scale * gg)
+            # PyTorch's binary_cross_entropy_double_backward, its nodes in the order GCC
+            # builds them (an operator's right operand first); the mean's division last
+            inp_eps = p + _BCE_EPS
+            one_m = 1 - p + _BCE_EPS
+            b2 = one_m**2
+            den = inp_eps**2 * b2
+            cross = MulScalar.apply(p, other=2) * t
+            num = p * p - cross + t
+            gg_p = num / den * (g * gg)
             if w is not None:
                 gg_p = gg_p * w
+            if r == "mean":
+                gg_p = DivScalar.apply(gg_p, other=max(1, int(np.prod(ctx.shape))))
         if ctx.needs_input_grad[2]:
             gg_t = -(scale * gg) / ops.clamp((1 - p) * p, _BCE_EPS)
             if w is not None:

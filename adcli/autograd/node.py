@@ -627,6 +627,8 @@ _SAVED_FOR_ALL = frozenset(
         "WhereBackward0",
         "MseLossBackward0",
         "BinaryCrossEntropyBackward0",
+        "HuberLossBackward0",
+        "SmoothL1LossBackward0",
     }
 )
 

@@ -460,6 +460,8 @@ def _record_apply(cls: type, inputs: tuple[Any, ...], params: dict[str, Any]) ->
         for t in inputs:  # a Python number operand: PyTorch converts the wrapped scalar
             if type(t) in _NUMBER:
                 prof.emit(_TO_SPEC)
+        if type(params.get("other")) is int and cls.__name__ == "MulScalar":
+            prof.emit(_TO_SPEC)  # (C++'s `t * 2`: an integer scalar converted, measured)
         prof.end(ev)
 
 

@@ -45,7 +45,11 @@ WARN_ONCE = frozenset({SCALAR_CONVERSION_WARNING, SAME_PADDING_WARNING})
 #: warnings PyTorch raises inside its engine: Python's warning registry sees them at one
 #: line of torch's own autograd code, whichever script line ran the backward, so each
 #: text shows once per process
-ENGINE_WARNING_PREFIXES = ("Error detected in ",)
+# warnings PyTorch raises from one place of its own (so Python shows each text once)
+ENGINE_WARNING_PREFIXES = (
+    "Error detected in ",
+    "input's size at dim=",
+)
 NONLEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
