@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from adcli.core import isolation
-from tests.fuzz.robust import Program, Verdict, classify, fuzz, run_cli, run_one
+from tests.fuzz.robust import Program, Verdict, classify, fuzz, run_batched, run_cli, run_one
 
 pytestmark = pytest.mark.skipif(not isolation.available(), reason="needs fork and rlimits")
 
@@ -35,6 +35,20 @@ def test_two_thousand_programs_never_break_adcli() -> None:
     # the mix stays useful: most programs reach the evaluator, some run to the end
     assert stats.kinds["clean"] > CI_COUNT // 20
     assert sum(n for d, n in stats.details.items() if d != "error:SyntaxError") > CI_COUNT // 2
+
+
+def test_a_batch_cut_short_keeps_what_it_finished() -> None:
+    """A program that hangs in a batch is decided alone, and the programs after it
+    still run (as a batch again); the ones before it keep their rows."""
+    texts = ["print(1)\n", "l = []\nwhile True:\n    l.insert(0, 1)\n", "print(2)\n", "x = y\n"]
+    programs = [Program(f"t:{i}", "grammar", t, max_steps=10**12) for i, t in enumerate(texts)]
+    got = [(p.seed, v) for p, v, _ in run_batched(iter(programs), 1.0, 1, 4)]
+    assert got == [
+        ("t:0", Verdict("clean")),
+        ("t:1", Verdict("budget", "it ran longer than N s")),
+        ("t:2", Verdict("clean")),
+        ("t:3", Verdict("error", "NameError")),
+    ]
 
 
 def test_a_sample_through_the_real_command_line() -> None:

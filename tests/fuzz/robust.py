@@ -270,34 +270,47 @@ def run_batched(
             yield _batch_job(chunk, timeout)
 
     for result in isolation.run_many(work(), parallel=jobs):
-        chunk = chunks.popleft()
-        rows = []
-        if result.reason is None and result.code == 0:
-            try:
-                rows = [json.loads(line) for line in result.output.splitlines()]
-            except ValueError:
-                rows = []
-        if len(rows) != len(chunk):
-            yield from run_forked(iter(chunk), timeout, jobs)
-            continue
-        for program, row in zip(chunk, rows, strict=True):
-            verdict = classify(
-                row["output"], row["code"], None, row["seconds"], timeout, program.json
-            )
-            if verdict.bad:  # decided the way a user runs it: alone, in its own child
-                alone = run_one(program, timeout)
-                if alone.bad:
-                    verdict = alone
-                elif verdict.detail.startswith("hang") or "MemoryError" in verdict.detail:
-                    # in a batch, programs run in-process, where a long C call (five
-                    # 7000x7000 matmuls) outlasts its budget until it returns, and 50
-                    # programs share one child's address space (what the earlier ones
-                    # left mapped: MKL's buffers, NumPy's freed arenas); alone, the
-                    # child's own clock and memory budget decide, as a user's run does
-                    verdict = alone
-                else:
-                    verdict = Verdict("bad", "in a batch only: " + verdict.detail)
-            yield program, verdict, row["seconds"]
+        yield from _judge_batch(chunks.popleft(), result, timeout, jobs, batch)
+
+
+def _judge_batch(
+    chunk: list[Program], result: isolation.Finished, timeout: float, jobs: int, batch: int
+) -> Iterator[tuple]:
+    """Verdicts for one batch's rows. A batch cut short (a hang, a crash, its budget)
+    keeps the rows its child finished; the program it stopped in runs alone, which
+    decides its verdict, and the rest run as a batch again: one hang costs its own
+    budget, not a fork for each of the batch's programs."""
+    rows = []
+    for line in result.output.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            break  # the line the child was writing when it stopped
+        if not isinstance(row, dict) or set(row) != {"code", "output", "seconds"}:
+            break
+        rows.append(row)
+    rows = rows[: len(chunk)]
+    for program, row in zip(chunk, rows, strict=False):
+        verdict = classify(row["output"], row["code"], None, row["seconds"], timeout, program.json)
+        if verdict.bad:  # decided the way a user runs it: alone, in its own child
+            alone = run_one(program, timeout)
+            if alone.bad:
+                verdict = alone
+            elif verdict.detail.startswith("hang") or "MemoryError" in verdict.detail:
+                # in a batch, programs run in-process, where a long C call (five
+                # 7000x7000 matmuls) outlasts its budget until it returns, and 50
+                # programs share one child's address space (what the earlier ones
+                # left mapped: MKL's buffers, NumPy's freed arenas); alone, the
+                # child's own clock and memory budget decide, as a user's run does
+                verdict = alone
+            else:
+                verdict = Verdict("bad", "in a batch only: " + verdict.detail)
+        yield program, verdict, row["seconds"]
+    if len(rows) < len(chunk):
+        yield from run_forked(iter(chunk[len(rows) : len(rows) + 1]), timeout, 1)
+        rest = chunk[len(rows) + 1 :]
+        if rest:
+            yield from run_batched(iter(rest), timeout, jobs, batch)
 
 
 def _batch_job(chunk: list[Program], timeout: float) -> object:
@@ -318,7 +331,9 @@ def _batch_job(chunk: list[Program], timeout: float) -> object:
             out.write(json.dumps(row) + "\n")
         return 0
 
-    budget = isolation.Budget(timeout=timeout * 2 + len(chunk), max_memory=MAX_MEMORY)
+    # A batch cut short loses nothing it finished (_judge_batch), so its budget need
+    # not cover a program that runs into its own: that program is decided alone.
+    budget = isolation.Budget(timeout=2.0 + 0.2 * len(chunk), max_memory=MAX_MEMORY)
     return isolation.job(body, budget, capture_limit=256 * 1024**2)
 
 
