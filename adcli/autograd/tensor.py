@@ -263,11 +263,22 @@ class Tensor:
         """grad_fn for readers outside scripts (reports, labels): None where reading
         it would raise PyTorch's error for a view that can no longer be re-derived.
         It does not re-derive the node of a view that retains its grad or has hooks:
-        where those go is decided when the script itself reads grad_fn, as in PyTorch."""
+        where those go is decided when the script itself reads grad_fn, as in PyTorch;
+        nor one that has none yet (its base needed no grad when it was taken)."""
         if self._base is not None and self._view_version != self._vc[0]:
             old = self._grad_fn
-            if self._retains_grad or (old is not None and old.pre_hooks):
+            if old is None:  # deriving it would end its being a leaf to in-place checks
+                return None
+            if self._retains_grad or old.pre_hooks:
                 return old
+        try:
+            return self.grad_fn
+        except RuntimeError:
+            return None
+
+    def _node_read(self) -> Node | None:
+        """grad_fn as the script reading it now would see it (a view's node re-derived),
+        None where that read would raise: for what is written once the script is over."""
         try:
             return self.grad_fn
         except RuntimeError:
@@ -601,7 +612,9 @@ class Tensor:
                 raise RuntimeError(ops.view_rebase_message(self, indirect=False))
             if rg and base._grad_fn is None:
                 raise RuntimeError(VIEW_LEAF_INPLACE)
-        if rg and self.grad_fn is None:
+        # the node as it stands, not re-derived: a view taken while its base needed no
+        # grad, whose node nothing has read since, is a leaf here, as in PyTorch
+        if rg and self._grad_fn is None:
             raise RuntimeError(LEAF_INPLACE)
 
     def _inplace(

@@ -239,14 +239,15 @@ def tensor_to_json(t: Tensor, limit: int | None = VARIABLE_LIMIT) -> dict[str, A
     """A tensor variable: type, shape, dtype, value, requires_grad, is_leaf, grad_fn, grad
     (values and grad summarised beyond `limit` elements; None: never)."""
     g = t._grad
+    node = t._node_read()
     return {
         "type": "tensor",
         "shape": [int(s) for s in t.data_.shape],
         "dtype": t.dtype.name,
         "value": array_to_json(t.data_, limit),
         "requires_grad": t.requires_grad,
-        "is_leaf": t._node is None,
-        "grad_fn": t._node.grad_fn_name if t._node is not None else None,
+        "is_leaf": node is None,
+        "grad_fn": node.grad_fn_name if node is not None else None,
         "grad": array_to_json(g.data_, limit) if g is not None else None,
     }
 

@@ -199,9 +199,12 @@ class Gen:
         """The current values of every tensor variable (to see what an effect changed)."""
         return {n: v.detach().clone() for n, v in self.tensor_items()}
 
-    def after_effect(self, before: dict[str, torch.Tensor], exact: bool = False) -> None:
+    def after_effect(
+        self, before: dict[str, torch.Tensor], exact: bool = False, f64: bool = True
+    ) -> None:
         """Variables whose values an effect changed lose `exact` (and `f64` unless float64
-        arithmetic did it)."""
+        arithmetic on float64-accurate values did it: `f64` False when an operand was an
+        inexact float32 value)."""
         for name, old in before.items():
             v = self.ns.get(name)
             if not isinstance(v, torch.Tensor) or name not in self.meta:
@@ -211,7 +214,7 @@ class Gen:
                 continue
             m = self.meta[name]
             m.exact = m.exact and exact
-            m.f64 = m.f64 and v.dtype == torch.float64
+            m.f64 = m.f64 and f64 and v.dtype == torch.float64
             self.note_precision(v, m)
 
     # ------------------------------------------------------------ names and tags

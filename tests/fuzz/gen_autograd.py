@@ -412,6 +412,8 @@ def st_inplace(g: Gen) -> None:
     if not _inplace_safe(g, x, twin, fill, kinks, inputs, how):
         return
     exact = how in (MOVE, IEEE) and all(g.meta[n].exact for n in inputs if n in g.meta)
+    # a float64 result of an inexact float32 operand (softplus's last bit) is not f64
+    f64 = all(g.meta[n].f64 or g.meta[n].exact for n in inputs if n in g.meta)
     if rng.random() < 0.25:
         body = f"with torch.no_grad():\n    {body}"
         feature += "+no_grad"
@@ -423,7 +425,7 @@ def st_inplace(g: Gen) -> None:
         g.features["error:" + type(err).__name__] += 1
     else:
         g.stmts.append(body)
-    g.after_effect(before, exact)
+    g.after_effect(before, exact, f64)
     if err is None and x in g.ns:
         if rng.random() < 0.7:
             g.record_value(x)
