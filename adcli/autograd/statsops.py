@@ -297,10 +297,13 @@ class EuclideanDist(Function):
     def backward(ctx, g):
         x1, x2, r = ctx.saved_tensors
         ratio = ops.masked_fill(g / r, r == 0, 0.0)
-        g1 = x1 * ops.sum(ratio, -1, True) - ops.matmul(ratio, x2)
-        g2 = x2 * ops.unsqueeze(ops.sum(ratio, -2), -1) - ops.matmul(
-            ops.transpose(ratio, -1, -2), x1
-        )
+        # PyTorch's formula is `x1 * ratio.sum(-1, true) - ratio.matmul(x2)`, and GCC
+        # builds the right operand first: each product's node before the sum's, which
+        # decides the order a create_graph backward meets them (s26a:42041)
+        m1 = ops.matmul(ratio, x2)
+        g1 = x1 * ops.sum(ratio, -1, True) - m1
+        m2 = ops.matmul(ops.transpose(ratio, -1, -2), x1)
+        g2 = x2 * ops.unsqueeze(ops.sum(ratio, -2), -1) - m2
         return (ops.sum_to(g1, x1.shape), ops.sum_to(g2, x2.shape))
 
 
