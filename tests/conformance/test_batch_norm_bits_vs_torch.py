@@ -7,7 +7,6 @@ module an adcli script sees."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,21 +14,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adcli.autograd.summation import threads  # noqa: E402
 from adcli.core.session import build_modules  # noqa: E402
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_threads_as_adcli")]
 
 AD = build_modules()["torch"]
-
-
-@pytest.fixture(autouse=True)
-def _same_threads() -> Iterator[None]:
-    """Give torch the thread count adcli models (2-d statistics split rows by thread)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads())
-    yield
-    torch.set_num_threads(before)
 
 
 def _bits(t: Any) -> tuple[list[Any], list[bool]]:

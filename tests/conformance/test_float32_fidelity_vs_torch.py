@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_threads_as_adcli")]
 
 from adcli.autograd import ops  # noqa: E402
 from adcli.autograd.summation import threads  # noqa: E402
@@ -116,16 +116,6 @@ BOUNDS_F64: dict[str, float] = {
     "arange": 0.0,
     "linspace": 0.0,
 }
-
-
-@pytest.fixture(autouse=True)
-def _same_threads() -> Iterator[None]:
-    """Sums and aranges from 32768 elements depend on the thread count: give torch
-    the count adcli models."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads())
-    yield
-    torch.set_num_threads(before)
 
 
 def _count(t: np.ndarray, a: np.ndarray) -> tuple[int, int]:

@@ -17,25 +17,13 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_threads_as_mkl")]
 
 from adcli.autograd import mkl, ops  # noqa: E402
 from adcli.autograd.tensor import Tensor  # noqa: E402
 
 if not mkl.available():
     pytest.skip("MKL is not installed (pip install 'adcli[mkl]')", allow_module_level=True)
-
-
-@pytest.fixture(autouse=True)
-def _same_threads() -> Iterator[None]:
-    """MKL's matrix products split their work by thread count: give torch MKL's (one
-    where libgomp is missing and MKL runs sequentially)."""
-    lib = mkl.library()
-    assert lib is not None
-    before = torch.get_num_threads()
-    torch.set_num_threads(lib.threads)
-    yield
-    torch.set_num_threads(before)
 
 
 def _aligned(x: np.ndarray) -> np.ndarray:

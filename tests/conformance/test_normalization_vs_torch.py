@@ -8,7 +8,7 @@ keys and buffers, and the error's type and sentence."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,23 +16,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from adcli.autograd.summation import threads  # noqa: E402
 from adcli.core.session import build_modules  # noqa: E402
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_threads_as_adcli")]
 
 AD = build_modules()["torch"]
-
-
-@pytest.fixture(autouse=True)
-def _same_threads() -> Iterator[None]:
-    """The kernels split rows (layer norm's weight gradient, batch norm's 2-d
-    statistics) between PyTorch's threads: give torch the count adcli models (other
-    test files pin it to 1)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads())
-    yield
-    torch.set_num_threads(before)
 
 
 def _arr(t: Any) -> np.ndarray:

@@ -20,11 +20,11 @@ torch = pytest.importorskip("torch")
 
 from adcli.autograd import ops  # noqa: E402
 from adcli.autograd.kernels32 import cpu_capability  # noqa: E402
-from adcli.autograd.summation import threads  # noqa: E402
 from adcli.autograd.tensor import Tensor  # noqa: E402
 
 CAPABILITY = torch.backends.cpu.get_cpu_capability()
 pytestmark = [
+    pytest.mark.usefixtures("torch_threads_as_adcli"),
     pytest.mark.torch,
     pytest.mark.skipif(
         CAPABILITY not in ("AVX2", "AVX512") or CAPABILITY != cpu_capability(),
@@ -38,15 +38,6 @@ SPECIAL = np.array(
     [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, 3.4e38, -3.4e38]
     + [1.1754944e-38, 16777216.0, 16777217.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 0.999999]
 )
-
-
-@pytest.fixture(autouse=True)
-def _same_threads() -> Iterator[None]:
-    """From 32768 elements each thread's share has its own tail: give torch adcli's count."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads())
-    yield
-    torch.set_num_threads(before)
 
 
 def _a(v: np.ndarray, grad: bool = False) -> Tensor:

@@ -31,7 +31,6 @@ import math
 import re
 import types
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_threads_as_adcli")]
 
 SCRIPTS_DIR = Path(__file__).resolve().parent / "scripts"
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
@@ -261,19 +260,6 @@ def _param(path: Path) -> Any:
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     ident = path.stem if path.parent == SCRIPTS_DIR else f"samples/{path.stem}"
     return pytest.param(path, id=ident, marks=marks)
-
-
-@pytest.fixture(autouse=True)
-def _same_threads() -> Iterator[None]:
-    """Some kernels depend on PyTorch's thread count (float64 softmax along a dim
-    other than the last splits its positions between threads): give torch the count
-    adcli models, whatever another test module set."""
-    from adcli.autograd.summation import threads
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads())
-    yield
-    torch.set_num_threads(before)
 
 
 def test_enough_cases() -> None:

@@ -38,7 +38,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_threads_as_mkl")]
 
 TUTORIALS_DIR = Path(__file__).resolve().parent / "tutorials"
 PROGRAMS = sorted(TUTORIALS_DIR.glob("*.ad"))
@@ -71,20 +71,6 @@ XFAIL_WITHOUT_MKL: dict[str, str] = {
 }
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
-
-
-@pytest.fixture(autouse=True)
-def _same_threads() -> Any:
-    """Matrix products split their work by thread count, and other test modules set
-    torch to one thread: give torch the threads adcli's MKL (or summation) uses."""
-    from adcli.autograd import mkl
-    from adcli.autograd.summation import threads
-
-    lib = mkl.library()
-    before = torch.get_num_threads()
-    torch.set_num_threads(lib.threads if lib is not None else threads())
-    yield
-    torch.set_num_threads(before)
 
 
 class _SeededRandom(random.Random):
