@@ -138,29 +138,31 @@ def empty_like_iterator(x: np.ndarray) -> np.ndarray:
     dims keeping their place)."""
     if x.flags.c_contiguous:
         return np.empty(x.shape, x.dtype)
-    if flat_storage(x) is not None:  # x's strides exactly, a size-1 dim's too
-        return np.lib.stride_tricks.as_strided(np.empty(x.size, x.dtype), x.shape, x.strides)
-    order = dense_order(x.shape, x.strides)
-    buf = np.empty(tuple(x.shape[d] for d in order), x.dtype)
-    return buf.transpose(np.argsort(order))
+    return _empty_in_layout(x, x.dtype)
 
 
 def clone_preserving(x: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
     """A copy of x (cast to `dtype`) laid out as PyTorch's empty_like(preserve_format)
     lays out clone's and `to`'s results: x's own strides, a size-1 dim's included, when
     x is dense, else dense in the order of x's strides, stride-0 dims keeping their
-    place (NumPy's astype would put those innermost, which `as_strided` then sees)."""
+    place (NumPy's astype would put those innermost, which `as_strided` then sees).
+    Unlike TensorIterator, a contiguous x with odd size-1 strides keeps them."""
     dtype = x.dtype if dtype is None else dtype
     if x.flags.c_contiguous and (x.ndim < 2 or x.strides == _c_strides(x.shape, x.itemsize)):
         return x.astype(dtype)
-    if flat_storage(x) is not None:
-        strides = [st // x.itemsize * dtype.itemsize for st in x.strides]
-        out = np.lib.stride_tricks.as_strided(np.empty(x.size, dtype), x.shape, strides)
-    else:
-        order = dense_order(x.shape, x.strides)
-        out = np.empty(tuple(x.shape[d] for d in order), dtype).transpose(np.argsort(order))
+    out = _empty_in_layout(x, dtype)
     np.copyto(out, x, casting="unsafe")
     return out
+
+
+def _empty_in_layout(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """An uninitialised `dtype` array of x's shape: x's strides exactly (a size-1 dim's
+    too) when x is dense, else dense in the order of x's strides."""
+    if flat_storage(x) is not None:
+        strides = [st // x.itemsize * dtype.itemsize for st in x.strides]
+        return np.lib.stride_tricks.as_strided(np.empty(x.size, dtype), x.shape, strides)
+    order = dense_order(x.shape, x.strides)
+    return np.empty(tuple(x.shape[d] for d in order), dtype).transpose(np.argsort(order))
 
 
 def converted(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
