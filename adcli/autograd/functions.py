@@ -1370,9 +1370,13 @@ class Sgn(Function):
     grad_fn_name = "SgnBackward0"
 
     def forward(ctx, a):
+        # PyTorch's node saves self and result for complex inputs' formula, and checks
+        # them for real ones too (a changed input fails a backward: s26b:2725)
+        ctx.save_output(a)
         return _sign_values(a.data_)
 
     def backward(ctx, g):
+        ctx.saved_tensors  # noqa: B018 - unpacked (version-checked) as PyTorch's node does
         # PyTorch's sgn_backward for real inputs: a ZeroTensor, which the engine skips
         # when it adds gradients and which `*` and views pass on (see tensor.ZeroCounter)
         return (efficient_zero(g.data_.shape, g.data_.dtype),)
@@ -3126,6 +3130,15 @@ class IndexPut(_CopyInto):
         return gb, gv
 
 
+def _dead_operand(meta: tuple[Any, Any]) -> Tensor:
+    """A stand-in that requires grad but leads nowhere: a view, taken without grad, of a
+    leaf that requires grad."""
+    shape, dtype = meta
+    proxy = Tensor._make(np.broadcast_to(np.zeros((), dtype), shape))
+    proxy._base = Tensor._make(np.zeros((), dtype), True)
+    return proxy
+
+
 class CopySlicesOp(Function):
     """base with `index` overwritten by an in-place op's result on the view there
     (`y[0].mul_(2)`): wraps that op's node, whose other inputs become this node's
@@ -3140,8 +3153,16 @@ class CopySlicesOp(Function):
     @classmethod
     def wrap(cls, base: Tensor, node: Function, index: Any, value: np.ndarray) -> Tensor:
         """Apply with the wrapped node's other edges (stand-ins carry them)."""
-        others = []
-        for (nxt, nr), meta in zip(node.next_functions[1:], node.in_meta[1:], strict=False):
+        others: list[Tensor | None] = []
+        needs = node.needs_input_grad[1:]
+        for k, ((nxt, nr), meta) in enumerate(
+            zip(node.next_functions[1:], node.in_meta[1:], strict=False)
+        ):
+            if meta is not None and nxt is None and k < len(needs) and needs[k]:
+                # an operand that requires grad but leads nowhere (a view made under
+                # no_grad): the base's CopySlices still records, as PyTorch's does
+                others.append(_dead_operand(meta))
+                continue
             if nxt is None or meta is None:
                 others.append(None)
                 continue

@@ -629,6 +629,11 @@ _SAVED_FOR_ALL = frozenset(
         "BinaryCrossEntropyBackward0",
         "HuberLossBackward0",
         "SmoothL1LossBackward0",
+        # the index or mask both formulas read (s26b:36882)
+        "ScatterBackward0",
+        "IndexCopyBackward0",
+        "MaskedFillBackward1",
+        "IndexPutBackward0",
     }
 )
 
