@@ -1932,10 +1932,14 @@ def _norm_backward(ctx: Function, g: Tensor, a: Tensor, r: Tensor) -> Tensor:
     linalg_vector_norm_backward (0 where the norm is 0)."""
     dims = ctx.dims if ctx.dims is not None else tuple(range(a.data_.ndim))
     p = ctx.p
-    g = _unreduce(g, ctx.shape, dims, ctx.keepdim)
+    # PyTorch unsqueezes the named dims only: a whole reduction's 0-d g and norm
+    # broadcast as they are (a changed g names its own shape: s26c:35320)
+    if ctx.dims is not None:
+        g = _unreduce(g, ctx.shape, dims, ctx.keepdim)
     if p == 1:
         return ops.sgn(a) * g
-    r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
+    if ctx.dims is not None:
+        r = _unreduce(r, ctx.shape, dims, ctx.keepdim)
     if p == 2:
         # PyTorch: g * (a / r).masked_fill_(r == 0, 0) (the sign is g's)
         return g * ops.masked_fill(a / r, r == 0, 0.0)

@@ -319,6 +319,8 @@ class Tensor:
                 )
             if setter:  # the attribute setter refuses even True; requires_grad_() does not
                 raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+            if self.data_.dtype.kind not in "fc":  # (an integer that a fill_ made record)
+                raise RuntimeError("only Tensors of floating point dtype can require gradients")
             return
         if value and self.data_.dtype.kind not in "fc":
             raise RuntimeError(
