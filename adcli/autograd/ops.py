@@ -964,6 +964,10 @@ def isinf(a: Tensor) -> Tensor:
 
 def isfinite(a: Tensor) -> Tensor:
     """finite mask"""
+    if grad_mode.state.enabled and a.data_.dtype.kind in "fc" and a.requires_grad:
+        # PyTorch's isfinite is composite (a == a and a.abs() != inf): the abs records,
+        # which derives a view's node (or raises where that view can no longer have one)
+        a.grad_fn  # noqa: B018
     return _unary_result(np.isfinite, a)
 
 
@@ -3152,7 +3156,9 @@ def setitem(a: Tensor, index: Any, value: Any) -> None:
             getitem(a, view_idx if len(view_idx) != 1 else view_idx[0])._check_inplace((v,))
         elif a._creation:
             a._check_inplace((v,))
-        if a.grad_fn is None and a._requires_grad:
+        if sliced and not whole:
+            a.grad_fn  # noqa: B018 - PyTorch takes the view a[index] first: it derives a's node
+        if a._grad_fn is None and a._requires_grad:
             # PyTorch writes into the leaf itself for a whole-tensor subscript and for
             # array indices, else through a view of it; a leaf that is itself a view
             # (made to require grad) is named as one

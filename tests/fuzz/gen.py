@@ -101,6 +101,31 @@ class Program:
     seed: str
     text: str
     features: Counter = field(default_factory=Counter)
+    #: the statements `text` joins (for `repaired`)
+    stmts: list[str] = field(default_factory=list)
+
+    def repaired(self, line: int) -> Program | None:
+        """This program with the statement at `line` inside try/except printing what it
+        raises (a new `!` record), or None when it is one already.
+
+        For a refusal the generator cannot foresee: its own reads of a view's grad_fn
+        (to choose what to print) derive the view's node in its torch, which the program
+        run afresh does not, and PyTorch's in-place check reads the node as it stands
+        (an underived one is a leaf). The statement stays, as a tested error."""
+        start = 1
+        for i, stmt in enumerate(self.stmts):
+            end = start + stmt.count("\n")
+            if start <= line <= end:
+                if stmt.startswith("try:"):
+                    return None
+                tags = [int(n) for n in re.findall(r"'@(\d+)", self.text)]
+                stmts = list(self.stmts)
+                stmts[i] = wrap(stmt, f"@{max(tags, default=0) + 1}!")
+                features = Counter(self.features)
+                features["generator:repaired"] += 1
+                return Program(self.seed, "\n".join(stmts) + "\n", features, stmts)
+            start = end + 1
+        return None
 
 
 def _noop(*args: Any, **kwargs: Any) -> None:
@@ -585,7 +610,7 @@ class Gen:
         self.final_dump()
         self.features.update("grad_fn:" + n for n in graph_nodes(v for _, v in self.tensor_items()))
         text = "\n".join(self.stmts) + "\n"
-        return Program(self.seed, text, self.features)
+        return Program(self.seed, text, self.features, list(self.stmts))
 
     def step(self) -> None:
         """One random statement."""
@@ -655,8 +680,17 @@ def graph_nodes(tensors: Any) -> set[str]:
     return names
 
 
+_creation_meta = torch._C._autograd._get_creation_meta
+_DEFAULT_VIEW = torch._C._autograd.CreationMeta.DEFAULT
+
+
 def _healthy(v: torch.Tensor) -> bool:
     """False for a view PyTorch refuses to touch (its base was changed in place)."""
+    if v._is_view() and _creation_meta(v) == _DEFAULT_VIEW:
+        # reading grad_fn cannot raise for it, and would derive the view's node in
+        # torch's state but not in the program's (whose in-place check reads the node
+        # as it stands: an underived one is a leaf)
+        return True
     try:
         v.grad_fn  # noqa: B018 - the access itself raises for such views
     except RuntimeError:

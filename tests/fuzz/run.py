@@ -29,7 +29,7 @@ from .divergences import (
     classify,
     torch_internal_assert,
 )
-from .gen import generate
+from .gen import Program, generate
 from .shrink import shrink
 
 #: categories whose key (a message, the first differing words) identifies the bug
@@ -137,6 +137,30 @@ def check(text: str) -> tuple[Outcome, Outcome, list[Mismatch], list[str]]:
     return t, a, real, deliberate
 
 
+#: how many statements torch refused as on a leaf one program may have wrapped
+REPAIRS = 3
+_LEAF_REFUSAL = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _repaired(prog: Program, t: Outcome) -> Program | None:
+    """The program with the statement torch refused as an in-place op on a leaf (which
+    the generator's torch, having read the view's node, let pass) kept as an error."""
+    if t.error is None or t.error[1] != _LEAF_REFUSAL:
+        return None
+    return prog.repaired(t.error[2])
+
+
+def program_for(seed: str) -> Program:
+    """The program of `seed` as the fuzzer runs it (repaired where torch refuses it)."""
+    prog = generate(seed)
+    for _ in range(REPAIRS):
+        fixed = _repaired(prog, run_torch(prog.text))
+        if fixed is None:
+            break
+        prog = fixed
+    return prog
+
+
 def fuzz_one(seed: str, on_program: Callable[[str], None] | None = None) -> Result:
     """Generate the program of `seed` and compare both engines on it (`on_program`
     sees the text before it runs, so a crash can still be reported with it)."""
@@ -154,6 +178,12 @@ def fuzz_one(seed: str, on_program: Callable[[str], None] | None = None) -> Resu
             on_program(prog.text)
         try:
             t, _, real, deliberate = check(prog.text)
+            for _ in range(REPAIRS):
+                fixed = _repaired(prog, t)
+                if fixed is None:
+                    break
+                prog = fixed
+                t, _, real, deliberate = check(prog.text)
         except ProgramTimeout:
             m = Mismatch("timeout", None, "", f"over {PROGRAM_SECONDS} s", "timeout")
             return Result(seed, prog.text, prog.features, [m], [])
@@ -614,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--coverage", action="store_true", help="also print what the programs used")
     args = p.parse_args(argv)
     if args.show:
-        print(generate(args.show).text, end="")
+        print(program_for(args.show).text, end="")
         return 0
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     summary = fuzz_many(
