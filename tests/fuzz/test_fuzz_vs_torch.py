@@ -18,8 +18,8 @@ pytestmark = pytest.mark.torch
 
 from .differ import Outcome, compare_text, run_torch, split_records  # noqa: E402
 from .divergences import TORCH_INTERNAL_ASSERT, torch_internal_assert  # noqa: E402
-from .gen import generate  # noqa: E402
-from .run import check, findings_markdown, fuzz_many  # noqa: E402
+from .gen import Program, generate  # noqa: E402
+from .run import check, findings_markdown, fuzz_many, program_for  # noqa: E402
 from .shrink import shrink  # noqa: E402
 
 SEED = "ci"
@@ -71,6 +71,30 @@ def test_record_comparison(
 ) -> None:
     """Rounding noise passes, real differences get their category."""
     assert compare_text(torch_text, adcli_text, cls) == expected
+
+
+def test_a_statement_torch_refuses_as_on_a_leaf_is_kept_as_an_error() -> None:
+    """The generator's own reads of a view's node derive it in its torch (the program
+    run afresh does not), so it may write an in-place op that PyTorch then refuses as
+    on a leaf: the fuzzer keeps that statement inside try/except, as a tested error."""
+    stmts = [
+        "import torch",
+        "b = torch.zeros(2, 3)\nv = b.t()",
+        "b.mul_(torch.ones(2, 3, requires_grad=True))",
+        "v.mul_(2)",
+        "print('@1', v.grad_fn)",
+    ]
+    prog = Program("t:0", "\n".join(stmts) + "\n", stmts=stmts)
+    t = run_torch(prog.text)
+    assert t.error is not None and t.error[2] == 5
+    fixed = prog.repaired(t.error[2])
+    assert fixed is not None and fixed.repaired(6) is None  # the try line: wrapped already
+    assert "try:\n    v.mul_(2)\nexcept Exception as e:\n    print('@2!', repr(e))" in fixed.text
+    t = run_torch(fixed.text)
+    assert t.error is None
+    assert "@2! RuntimeError('a leaf Variable that requires grad" in t.stdout
+    assert not check(fixed.text)[2]  # adcli prints the same
+    assert program_for("s26c:43873").features["generator:repaired"] == 1
 
 
 def test_shrinker_keeps_the_failure_and_drops_the_rest() -> None:
