@@ -634,6 +634,10 @@ _SAVED_FOR_ALL = frozenset(
         "IndexCopyBackward0",
         "MaskedFillBackward1",
         "IndexPutBackward0",
+        # clamp with tensor bounds: self and the bounds, for every formula (s26final:48273)
+        "ClampBackward0",
+        "ClampMinBackward1",
+        "ClampMaxBackward1",
     }
 )
 
