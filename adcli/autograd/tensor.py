@@ -276,6 +276,11 @@ class Tensor:
         except RuntimeError:
             return None
 
+    @grad_fn.setter
+    def grad_fn(self, node: Node | None) -> None:
+        self._grad_fn = node
+        self._view_version = self._vc[0]
+
     def _node_read(self) -> Node | None:
         """grad_fn as the script reading it now would see it (a view's node re-derived),
         None where that read would raise: for what is written once the script is over."""
@@ -283,11 +288,6 @@ class Tensor:
             return self.grad_fn
         except RuntimeError:
             return None
-
-    @grad_fn.setter
-    def grad_fn(self, node: Node | None) -> None:
-        self._grad_fn = node
-        self._view_version = self._vc[0]
 
     @property
     def requires_grad(self) -> bool:
