@@ -1616,77 +1616,6 @@ class ProdDim(Function):
         return ops.sum_dims(t * w, (ctx.dim,), ctx.keepdim)
 
 
-class ProdOthers(Function):
-    """For each element, the product of the others along `dim`: exact with zeros,
-    where result / a would divide by zero (prod's gradient)."""
-
-    contiguous_result = True
-
-    grad_fn_name = "ProdOthersBackward0"
-
-    def forward(ctx, a, dim):
-        ctx.dim = dim
-        ctx.save(a)
-        x = np.moveaxis(a.data_, dim, -1)
-        n = x.shape[-1]
-        if n == 0:
-            return a.data_.copy()
-        _, left, _, right = prodgrad.exclusive_products(x)
-        return np.moveaxis(left * right[..., ::-1], -1, dim)
-
-    def backward(ctx, g):
-        (a,) = ctx.saved_tensors
-        if not a.data_.shape[ctx.dim]:
-            return (_prod_others_weighted(a, g, ctx.dim),)
-        # PyTorch's values, through its cumprod backward (NaN and zeros placed so)
-        graph = grad_mode.state.enabled
-        x = np.moveaxis(a.data_, ctx.dim, -1)
-        v = np.moveaxis(np.broadcast_to(g.data_, a.data_.shape), ctx.dim, -1)
-        with np.errstate(all="ignore"):
-            r = prodgrad.exclusive_products_vjp(x, v, graph)
-        value = _c_order(np.moveaxis(r, -1, ctx.dim))
-        if not graph:
-            return (Tensor._make(value),)
-        # differentiable: d/da_j sum_i g_i prod_{k != i} a_k = sum_{i != j} g_i
-        # prod_{k != i, j} a_k: row j of a matrix holding a with a_j replaced by 1,
-        # products of the others along the rows, the diagonal dropped, weighted by g;
-        # its value replaced by PyTorch's (which places NaN differently)
-        return (WithValue.apply(_prod_others_weighted(a, g, ctx.dim), value=value),)
-
-    def jvp(ctx, ts, xs, r):
-        # linear in each a_j with a symmetric weight matrix: backward's own formula
-        return _prod_others_weighted(xs[0], ts[0], ctx.dim)
-
-
-class WithValue(Function):
-    """A tensor's gradient graph with other values: PyTorch's where adcli's
-    differentiable formula places NaN otherwise (the gradient passes through)."""
-
-    def forward(ctx, a, value):
-        return value
-
-    def backward(ctx, g):
-        return (g,)
-
-
-# named after the node it stands in for; set after the class exists, so the op
-# registry does not list it
-type.__setattr__(WithValue, "grad_fn_name", "ProdOthersBackward0")
-
-
-def _prod_others_weighted(a: Tensor, g: Tensor, d: int) -> Tensor:
-    """sum_{i != j} g_i prod_{k != i, j} a_k for each j along dim d (differentiable)."""
-    at = ops.transpose(a, d, -1)
-    gt = ops.transpose(g, d, -1)
-    n = at.data_.shape[-1]
-    shape = at.data_.shape + (n,)
-    eye = Tensor._make(np.eye(n, dtype=bool))
-    rows = ops.where(eye, 1.0, ops.expand(ops.unsqueeze(at, -2), shape))
-    others = ops.where(eye, 0.0, ops.prod_others(rows, rows.data_.ndim - 1))
-    res = ops.sum_dims(others * ops.unsqueeze(gt, -2), (len(shape) - 1,), False)
-    return ops.transpose(res, d, -1)
-
-
 class _EvenlyDistributed(Function):
     """Full max/min: the gradient is shared equally among tied extreme elements (the
     NaNs when the result is NaN); the others get exact zeros, not g * 0."""
@@ -2263,7 +2192,7 @@ class Addmm(Function):
         x_, w_ = _d(x, dtype), _d(w, dtype)
         b_ = None if beta == 0 else _d(bias, dtype)
         r = mkl.addmm(b_, x_, w_, beta=float(beta), alpha=float(alpha))
-        if r is not None:  # float32 by MKL, PyTorch's one sgemm call
+        if r is not None:  # by MKL: PyTorch's one sgemm or dgemm call
             return r
         prod = _blas_mm(x_, w_)
         if alpha != 1:
@@ -4551,10 +4480,14 @@ class CopyFrom(Function):
         return "torch::autograd::CopyBackwards"
 
     def forward(ctx, t, src):
+        ctx.src_dtype = src.data_.dtype
         return np.broadcast_to(src.data_, t.data_.shape).astype(t.data_.dtype)
 
     def backward(ctx, g):
-        return _zeros_like(g), g
+        # PyTorch's CopyBackwards casts to src's dtype itself; the engine then sums a
+        # broadcast gradient down to src's shape (so Sum comes after ToCopy)
+        gs = g if g.data_.dtype == ctx.src_dtype else ops.to_dtype(g, ctx.src_dtype)
+        return _zeros_like(g), gs
 
     def jvp(ctx, ts, xs, r):
         ts_ = ts[1]
@@ -4767,8 +4700,8 @@ def _all_functions() -> dict[str, type[Function]]:
 # threshold_backward and leaky_relu_backward take self before the gradient.
 _UNARY = (Neg, Reciprocal, Exp, Log, Log1p, Sqrt, Abs, Sin, Cos, Tan, Tanh, Sigmoid, Relu)
 _UNARY += (LeakyRelu, Softplus, Gelu, Elu, Silu, Hardtanh, Clamp, Sign, Sgn, Floor, Ceil)
-_UNARY += (Round, RoundDecimals, Pow, DivScalar, MulScalar, AddScalar, Rsub, Remainder)
-_BINARY = (Add, Sub, Mul, Div, DivRounding, RemainderTensor, PowTensor)
+_UNARY += (Round, RoundDecimals, Pow, DivScalar, MulScalar, AddScalar, Rsub, Remainder, Fmod)
+_BINARY = (Add, Sub, Mul, Div, DivRounding, RemainderTensor, FmodTensor, PowTensor)
 _BINARY += (Maximum, Minimum, Atan2, PreluKernel, TanhBackward, SigmoidBackward)
 _BINARY += (GeluBackward, EluBackward, SoftplusBackward, HardtanhBackward)
 for _row in _UNARY:

@@ -7,7 +7,9 @@ are MKL's own code, closed source, with roundings no formula here reproduces:
   library (`vmsSin`, `vmdSin`, `vmsExp`, ...) in high-accuracy mode, float32 and
   float64;
 - float32 matrix products: `sgemm` (mm, addmm, so `nn.Linear`), `cblas_sgemm_batch`
-  (bmm), `sgemv` (mv), `sdot` (dot). Float64 products stay NumPy's.
+  (bmm), `sgemv` (mv), `sdot` (dot); float64 `dgemm` (mm, addmm). MKL picks its
+  kernels by CPU, so on some CPUs (AMD's) its float64 products round otherwise than
+  NumPy's BLAS. Float64 bmm, mv and dot stay NumPy's.
 
 When the optional `mkl` package (pip install "adcli[mkl]", the same MKL version) is
 installed, adcli calls the same functions the way PyTorch calls them. It is loaded
@@ -33,6 +35,7 @@ from .storage import empty_like_iterator, flat_storage
 from .summation import threads
 
 _F32 = np.dtype(np.float32)
+_GEMM = (_F32, np.dtype(np.float64))  # the dtypes addmm sends to MKL (sgemm, dgemm)
 
 # mkl_vml_defines.h: high accuracy, denormals kept, no error handling
 _VML_MODE = 0x2 | 0x140000 | 0x100
@@ -99,6 +102,11 @@ class _Mkl:
         self.sgemm.restype = None
         self.sgemm.argtypes = [ch, ch, c_int_p, c_int_p, c_int_p, c_float_p, vp, c_int_p, vp]
         self.sgemm.argtypes += [c_int_p, c_float_p, vp, c_int_p]
+        c_double_p = ctypes.POINTER(ctypes.c_double)
+        self.dgemm = lib.dgemm
+        self.dgemm.restype = None
+        self.dgemm.argtypes = [ch, ch, c_int_p, c_int_p, c_int_p, c_double_p, vp, c_int_p, vp]
+        self.dgemm.argtypes += [c_int_p, c_double_p, vp, c_int_p]
         self.sgemv = lib.sgemv
         self.sgemv.restype = None
         self.sgemv.argtypes = [ch, c_int_p, c_int_p, c_float_p, vp, c_int_p, vp, c_int_p]
@@ -226,6 +234,10 @@ def _float(v: float) -> Any:
     return ctypes.byref(ctypes.c_float(v))
 
 
+def _double(v: float) -> Any:
+    return ctypes.byref(ctypes.c_double(v))
+
+
 _INT_MAX = 2**31 - 1
 
 
@@ -262,13 +274,13 @@ def _elem_strides(x: np.ndarray) -> list[int] | None:
 _ALIGN = 64  # PyTorch's CPU allocator aligns every tensor's memory to 64 bytes
 
 
-def _empty(shape: tuple[int, ...], misalign: int = 0) -> np.ndarray:
-    """An uninitialised float32 array whose first element sits `misalign` bytes past a
+def _empty(shape: tuple[int, ...], misalign: int = 0, dtype: np.dtype = _F32) -> np.ndarray:
+    """An uninitialised array whose first element sits `misalign` bytes past a
     64-byte boundary (as a fresh PyTorch tensor, or a view at that offset of one)."""
-    n = int(np.prod(shape)) * _F32.itemsize
+    n = int(np.prod(shape)) * dtype.itemsize
     buf = np.empty(n + _ALIGN, np.uint8)
     start = (misalign - buf.ctypes.data) % _ALIGN
-    return buf[start : start + n].view(_F32).reshape(shape)
+    return buf[start : start + n].view(dtype).reshape(shape)
 
 
 def _owner_offset(x: np.ndarray) -> int:
@@ -288,7 +300,7 @@ def _aligned(x: np.ndarray) -> np.ndarray:
         return x
     if x.flags.c_contiguous or x.flags.f_contiguous:
         order = "C" if x.flags.c_contiguous else "F"
-        y = _empty(x.shape if order == "C" else x.shape[::-1], want)
+        y = _empty(x.shape if order == "C" else x.shape[::-1], want, x.dtype)
         y = y if order == "C" else y.T
         y[...] = x
         return y
@@ -298,14 +310,14 @@ def _aligned(x: np.ndarray) -> np.ndarray:
     start = (want - buf.ctypes.data) % _ALIGN
     buf[start : start + span] = raw
     return np.lib.stride_tricks.as_strided(
-        buf[start : start + span].view(_F32), x.shape, x.strides, writeable=False
+        buf[start : start + span].view(x.dtype), x.shape, x.strides, writeable=False
     )
 
 
 def _as_blas(x: np.ndarray) -> tuple[np.ndarray, list[int]]:
     st = _elem_strides(x)
     if st is None:  # PyTorch never has such strides: a fresh, aligned copy
-        y = _empty(x.shape)
+        y = _empty(x.shape, 0, x.dtype)
         y[...] = x
         x, st = y, _elem_strides(y)
         assert st is not None
@@ -313,7 +325,7 @@ def _as_blas(x: np.ndarray) -> tuple[np.ndarray, list[int]]:
 
 
 def _contiguous(x: np.ndarray) -> np.ndarray:
-    y = _empty(x.shape)
+    y = _empty(x.shape, 0, x.dtype)
     y[...] = x
     return y
 
@@ -326,13 +338,15 @@ def addmm(
     alpha: float = 1.0,
     out_offset: int = 0,
 ) -> np.ndarray | None:
-    """beta * bias + alpha * (m1 @ m2) for float32 2-d m1, m2 as PyTorch's CPU addmm
-    computes it: the result, C-contiguous, starts as bias broadcast (unless beta is 0),
-    and one `sgemm` call, with the operands, transpositions and leading dimensions
-    PyTorch derives from the strides, adds the product. None when MKL is missing, an
-    operand is not float32, or the sizes exceed 32-bit BLAS. `out_offset`: the
-    result's byte offset into a PyTorch tensor (a matrix of a batch)."""
-    if m1.dtype != _F32 or m2.dtype != _F32 or (bias is not None and bias.dtype != _F32):
+    """beta * bias + alpha * (m1 @ m2) for float32 or float64 2-d m1, m2 as PyTorch's
+    CPU addmm computes it: the result, C-contiguous, starts as bias broadcast (unless
+    beta is 0), and one `sgemm` (`dgemm`) call, with the operands, transpositions and
+    leading dimensions PyTorch derives from the strides, adds the product. None when
+    MKL is missing, the operands are not all float32 or all float64, or the sizes
+    exceed 32-bit BLAS. `out_offset`: the result's byte offset into a PyTorch tensor
+    (a matrix of a batch)."""
+    dt = m1.dtype
+    if dt not in _GEMM or m2.dtype != dt or (bias is not None and bias.dtype != dt):
         return None
     rows, k_ = m1.shape
     cols = m2.shape[1]
@@ -341,7 +355,7 @@ def addmm(
     mkl = library()
     if mkl is None:
         return None
-    res = _empty((rows, cols), out_offset % _ALIGN)
+    res = _empty((rows, cols), out_offset % _ALIGN, dt)
     if beta != 0:
         res[...] = np.broadcast_to(bias, (rows, cols))
     m1, s1 = _as_blas(m1)
@@ -374,18 +388,19 @@ def addmm(
     lda, ldb, ldc = _normalize_last_dims(ta, tb, m, n, k, lda, ldb, ldc)
     if lda > _INT_MAX or ldb > _INT_MAX or ldc > _INT_MAX:
         return None
-    mkl.sgemm(
+    gemm, scalar = (mkl.sgemm, _float) if dt == _F32 else (mkl.dgemm, _double)
+    gemm(
         b"t" if ta else b"n",
         b"t" if tb else b"n",
         _int(m),
         _int(n),
         _int(k),
-        _float(alpha),
+        scalar(alpha),
         a.ctypes.data,
         _int(lda),
         b.ctypes.data,
         _int(ldb),
-        _float(beta),
+        scalar(beta),
         res.ctypes.data,
         _int(ldc),
     )

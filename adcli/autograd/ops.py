@@ -1094,9 +1094,18 @@ def prod(a: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -
     )
 
 
-def prod_others(a: Tensor, dim: int | None) -> Tensor:
-    """Per element, the product of the other elements (prod's gradient)."""
-    return F.ProdOthers.apply(a, dim=dim)
+def prod_others(a: Tensor, dim: int) -> Tensor:
+    """Per element, the product of the other elements along `dim` (prod's gradient
+    where the input has zeros), built as PyTorch's prod_safe_zeros_backward builds it:
+    the running products before and after each element (cat, cumprod, flip), so its
+    values, NaN placement and create_graph nodes are PyTorch's."""
+    n = a.data_.shape[dim]
+    ones_shape = list(a.data_.shape)
+    ones_shape[dim] = 1
+    ones = Tensor._make(np.ones(ones_shape, a.data_.dtype))
+    before = cumprod(cat([ones, narrow(a, dim, 0, n - 1)], dim), dim)
+    after = cat([ones, flip(narrow(a, dim, 1, n - 1), (dim,))], dim)
+    return before * flip(cumprod(after, dim), (dim,))
 
 
 class _ReturnTypes(tuple):

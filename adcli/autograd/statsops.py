@@ -292,7 +292,9 @@ class EuclideanDist(Function):
             rt = ops.transpose(Tensor._make(right), -1, -2)
             sq = ops.matmul(Tensor._make(left), rt).data_
         ctx.save_output(x1, x2)
-        return np.sqrt(np.maximum(sq, np.asarray(0, a.dtype))).astype(a.dtype)
+        # clamp_min_(0).sqrt_(): PyTorch's vectorized sqrt, which vml.h sends to MKL
+        # (not correctly rounded on every CPU: MKL picks its code path by CPU)
+        return functions._sqrt(np.maximum(sq, np.asarray(0, a.dtype)).astype(a.dtype))
 
     def backward(ctx, g):
         x1, x2, r = ctx.saved_tensors

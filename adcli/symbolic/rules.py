@@ -560,12 +560,6 @@ def _prod_dim(c: RuleCtx) -> Any:
     return c.op(lambda t: f"torch.prod({t[0]}, dim={d}{extra})")
 
 
-@rule("ProdOthers")
-def _prod_others(c: RuleCtx) -> Any:
-    d = c.p("dim")
-    return c.op(lambda t: f"prod_of_others({t[0]}, dim={d})", closed=False)
-
-
 @rule("Max", "Min")
 def _max_all(c: RuleCtx) -> Any:
     if _scalar_like(c, c.a):
