@@ -421,9 +421,9 @@ ISSUE_ATTACKS: list[tuple[str, str, tuple[str, ...]]] = [
 ISSUE_ANSWERED: list[tuple[str, str, str]] = [
     ("in_huge_range", "print(0.5 in range(10**18), 10**17 in range(10**18))\n", "False True\n"),
     (
-        "numpy_is_a_copy",
+        "numpy_shares_memory_as_in_pytorch",
         "import torch\nt = torch.ones(2)\na = t.numpy()\na[0] = 5\nprint(t)\n",
-        "tensor([1., 1.])\n",
+        "tensor([5., 1.])\n",
     ),
     (
         "million_deep_tuple_as_key",  # was a segfault

@@ -86,6 +86,12 @@ CASES: dict[str, Callable[[], Tensor]] = {
         W, B, VS
     ),
     "vmap_sum": lambda: func.vmap(lambda r: ops.sum(ops.sin(r * 2.0 + 1.0), -1))(VS),
+    "vmap_inverse_trig": lambda: func.vmap(
+        lambda r: ops.asin(ops.tanh(r)) + ops.acos(ops.tanh(r)) * ops.atan(r) + ops.rsqrt(r * r + 1)
+    )(VS),
+    "hessian_inverse_trig": lambda: func.hessian(
+        lambda v: ops.sum(ops.asin(ops.tanh(v)) * ops.atan(v) + ops.rsqrt(v * v + 1))
+    )(V),
 }
 
 

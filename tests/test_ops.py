@@ -278,6 +278,21 @@ CASES: list[Case] = [
     Case("sin", lambda m, x: x.sin(), (S(3),), ("Sin",)),
     Case("cos", lambda m, x: x.cos(), (S(3),), ("Cos",)),
     Case("tan", lambda m, x: x.tan(), (S(3, domain="unit"),), ("Tan",)),
+    Case("asin", lambda m, x: x.asin(), (S(3, domain="unit"),), ("Asin",)),
+    Case("asin_neg", lambda m, x: m.arcsin(-x), (S(2, 2, domain="unit"),), ("Asin",)),
+    Case("acos", lambda m, x: x.acos(), (S(3, domain="unit"),), ("Acos",)),
+    Case("acos_fn", lambda m, x: m.arccos(-x), (S(2, 2, domain="unit"),), ("Acos",)),
+    Case("atan", lambda m, x: x.atan(), (S(3),), ("Atan",)),
+    Case("atan_fn", lambda m, x: m.arctan(x), (S(2, 2),), ("Atan",)),
+    Case("rsqrt", lambda m, x: x.rsqrt(), (S(3, domain="pos"),), ("Rsqrt",)),
+    Case("rsqrt_fn", lambda m, x: m.rsqrt(x), (S(2, 2, domain="pos"),), ("Rsqrt",)),
+    Case(
+        "inverse_trig_edges",
+        lambda m, x: (m.asin(x), m.acos(x), m.atan(x), m.rsqrt(x)),
+        (V([1.0, -1.0, 0.0, 1.5, 4.0]),),
+        ("Asin", "Acos", "Atan", "Rsqrt"),
+        second=False,
+    ),
     Case("tanh", lambda m, x: x.tanh(), (S(3),), ("Tanh", "TanhBackward")),
     Case("sigmoid", lambda m, x: x.sigmoid(), (S(3),), ("Sigmoid", "SigmoidBackward")),
     Case("sigmoid_fn", lambda m, x: m.sigmoid(x), (S(2, 2),), ("Sigmoid",)),
@@ -1172,6 +1187,7 @@ NO_FD = {
     "rfloordiv",
     "rremainder",
     "embedding_padding",  # the padding row gets no gradient by design, as in PyTorch
+    "inverse_trig_edges",  # the ends of asin's domain: infinite slopes, NaN beyond
 }
 # Functions whose backward raises by design (PyTorch's NotImplemented grad_fn)
 # NotImplementedOp raises; a normal sample's gradient is zero by PyTorch's definition

@@ -610,6 +610,25 @@ def test_printer_speaks_the_language() -> None:
     np.testing.assert_allclose(sym.evaluate(sympy.Abs(x) * 2 + sym.sigmoid(0 * x)), [2.5, 4.5])
 
 
+def test_inverse_trig_formulas_and_their_gradients() -> None:
+    out = run(
+        """
+        import torch
+        x = torch.tensor([0.5, -0.25], requires_grad=True)
+        y = (torch.asin(x) + x.acos() * torch.atan(x) + (x + 2).rsqrt()).sum()
+        g, = torch.autograd.grad(y, x, create_graph=True)
+        formula(y)
+        formula(g)
+        """,
+        quiet=True,
+    )
+    (line,) = lines_with(out, "y = ")
+    assert "asin(x)" in line and "acos(x)*atan(x)" in line and "1/sqrt(x + 2)" in line
+    assert line.endswith("✓")
+    (line,) = lines_with(out, "g = ")
+    assert "1/sqrt(1 - x**2)" in line and line.endswith("✓")
+
+
 def test_tidy_prefers_factored_forms() -> None:
     from adcli.symbolic import sym
 

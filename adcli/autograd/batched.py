@@ -104,7 +104,8 @@ VJP_ELEMENTWISE = frozenset(
         "AddBackward0 SubBackward0 MulBackward0 MulBackward1 DivBackward0 DivBackward1 "
         "NegBackward0 RsubBackward1 AddBackward1 SinBackward0 CosBackward0 TanhBackward0 "
         "TanhBackwardBackward0 ExpBackward0 LogBackward0 SqrtBackward0 SigmoidBackward0 "
-        "SigmoidBackwardBackward0 ReluBackward0 CloneBackward0 AliasBackward0"
+        "SigmoidBackwardBackward0 ReluBackward0 CloneBackward0 AliasBackward0 "
+        "AsinBackward0 AcosBackward0 AtanBackward0 RsqrtBackward0"
     ).split()
 )
 
@@ -365,7 +366,8 @@ JVP_ELEMENTWISE = frozenset(
         "AddBackward0 SubBackward0 MulBackward0 MulBackward1 DivBackward0 DivBackward1 "
         "NegBackward0 RsubBackward1 AddBackward1 SinBackward0 CosBackward0 TanhBackward0 "
         "TanhBackwardBackward0 ExpBackward0 LogBackward0 SqrtBackward0 SigmoidBackward0 "
-        "SigmoidBackwardBackward0 ReluBackward0 CloneBackward0 AliasBackward0"
+        "SigmoidBackwardBackward0 ReluBackward0 CloneBackward0 AliasBackward0 "
+        "AsinBackward0 AcosBackward0 AtanBackward0 RsqrtBackward0"
     ).split()
 )
 

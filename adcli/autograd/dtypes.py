@@ -27,6 +27,10 @@ class DType:
         return (by_name, (self.name,))
 
 
+DType.__name__ = DType.__qualname__ = "dtype"  # printed as PyTorch's `torch.dtype`
+DType.__module__ = "torch"
+
+
 float32 = DType("float32", np.float32, 2, "FloatTensor")
 float64 = DType("float64", np.float64, 2, "DoubleTensor")
 float16 = DType("float16", np.float16, 2, "HalfTensor")

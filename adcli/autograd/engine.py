@@ -26,6 +26,7 @@ from . import tensor as _tensor_module
 from .config import config
 from .hookresults import single_result, tuple_result
 from .node import AccumulateGrad, Freed, Function, Node, forward_traces
+from .storage import iterator_result
 from .tensor import ZERO_IMMUTABLE, Size, Tensor, ZeroCounter
 
 _tensor_module.engine = sys.modules[__name__]  # x.backward() (tensor.py cannot import this)
@@ -256,8 +257,8 @@ def grad(
                 )
             if materialize_grads:
                 g = Tensor._make(np.zeros(t.data_.shape, t.data_.dtype))
-        elif not create_graph and g.grad_fn is not None:
-            g = g.detach()
+        # (as PyTorch, a gradient that reaches an input unchanged, the grad_outputs of
+        # an input that is an output, is returned as it is, graph and all)
         results.append(g)
     event.results = tuple(results)
     _notify(event)
@@ -337,10 +338,18 @@ def _accumulate(buf: list[Tensor | None], i: int, g: Tensor) -> None:
         else:  # no graph to record: add the arrays (PyTorch adds in place: a zero g is +0)
             if _node.prof is not None:
                 _instant(_node.prof, ("aten::add_",))
-            buf[i] = Tensor._make(cur.data_ + g.data_)
             # PyTorch adds into a gradient only it holds (its version goes one up), else
-            # into the other one, else into new memory
+            # into the other one, else into new memory laid out by TensorIterator: the
+            # sum keeps that memory's layout (which a later dropout's mask follows)
             own = cur if _own(cur) else g if _own(g) else None
+            total = cur.data_ + g.data_
+            if own is None:
+                total = iterator_result(total, (cur.data_, g.data_))
+            elif total.strides != own.data_.strides:
+                into = np.empty_like(own.data_)
+                into[...] = total
+                total = into
+            buf[i] = Tensor._make(total)
             if own is not None and type(buf[i]._vc) is list:
                 buf[i]._vc[0] = own._vc[0] + 1
     else:

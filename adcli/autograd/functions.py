@@ -779,6 +779,102 @@ class Tan(Function):
         return ts[0] * (r * r + 1)
 
 
+class Asin(Function):
+    """asin(a)"""
+
+    grad_fn_name = "AsinBackward0"
+
+    def forward(ctx, a):
+        ctx.save(a)
+        with np.errstate(invalid="ignore"):
+            return _vml("asin", np.arcsin, ops.float_data(a))
+
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        # PyTorch's grad * (-self * self + 1).rsqrt(): NegBackward0, MulBackward0,
+        # AddBackward1, RsqrtBackward0, MulBackward0
+        return (g * Rsqrt.apply(AddScalar.apply(-a * a, other=1)),)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] * Rsqrt.apply(AddScalar.apply(-xs[0] * xs[0], other=1))
+
+
+class Acos(Function):
+    """acos(a)"""
+
+    grad_fn_name = "AcosBackward0"
+
+    def forward(ctx, a):
+        ctx.save(a)
+        with np.errstate(invalid="ignore"):
+            return _vml("acos", np.arccos, ops.float_data(a))
+
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        # PyTorch's grad * -((-self * self + 1).rsqrt()): the rsqrt's NegBackward0 too
+        return (g * -Rsqrt.apply(AddScalar.apply(-a * a, other=1)),)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] * -Rsqrt.apply(AddScalar.apply(-xs[0] * xs[0], other=1))
+
+
+class Atan(Function):
+    """atan(a)"""
+
+    grad_fn_name = "AtanBackward0"
+
+    def forward(ctx, a):
+        ctx.save(a)
+        return _vml("atan", np.arctan, ops.float_data(a))
+
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        # PyTorch's grad / (self * self + 1): MulBackward0, AddBackward1, DivBackward0
+        return (g / AddScalar.apply(a * a, other=1),)
+
+    def jvp(ctx, ts, xs, r):
+        return ts[0] / AddScalar.apply(xs[0] * xs[0], other=1)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    """1 / sqrt(x), as PyTorch's rsqrt kernel divides (its sqrt correctly rounded, not
+    MKL's: vml.h has no rsqrt). Float16: its SIMD blocks compute in float32 and round
+    once, its one-at-a-time tail rounds the sqrt to float16 first."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if x.dtype != np.float16:
+            return x.dtype.type(1) / np.sqrt(x)
+        root = np.sqrt(x.astype(np.float32))
+        block = (np.float32(1) / root).astype(np.float16)
+        tail = (np.float32(1) / root.astype(np.float16).astype(np.float32)).astype(np.float16)
+        # the loop runs in memory order (a transposed x's dims taken innermost first)
+        order = np.argsort([-st for st in x.strides], kind="stable")
+        xm = x.transpose(order)
+        simd = _simd_positions(xm.shape, (xm,), x.dtype)
+        if simd is not False:
+            simd = simd.transpose(np.argsort(order))
+        return np.where(simd, block, tail)
+
+
+class Rsqrt(Function):
+    """1 / sqrt(a)"""
+
+    grad_fn_name = "RsqrtBackward0"
+
+    def forward(ctx, a):
+        ctx.save_output()
+        return _rsqrt(ops.float_data(a))
+
+    def backward(ctx, g):
+        (r,) = ctx.saved_tensors
+        # PyTorch's -0.5 * grad * result.pow(3): C++'s number times grad (MulBackward1),
+        # PowBackward0, MulBackward0
+        cube = Pow.apply(r, exponent=3, dtype=r.data_.dtype)
+        return (MulScalar.apply(g, other=-0.5) * cube,)
+
+    def jvp(ctx, ts, xs, r):
+        return MulScalar.apply(ts[0], other=-0.5) * Pow.apply(r, exponent=3, dtype=r.data_.dtype)
+
+
 def _zeros_like(t: Tensor) -> Tensor:
     """A constant zero gradient (PyTorch's `zeros_like`: it flows, unlike None)."""
     return Tensor._make(np.zeros(t.data_.shape, t.data_.dtype))
@@ -4699,6 +4795,7 @@ def _all_functions() -> dict[str, type[Function]]:
 # Backward kernels count too:
 # threshold_backward and leaky_relu_backward take self before the gradient.
 _UNARY = (Neg, Reciprocal, Exp, Log, Log1p, Sqrt, Abs, Sin, Cos, Tan, Tanh, Sigmoid, Relu)
+_UNARY += (Asin, Acos, Atan, Rsqrt)
 _UNARY += (LeakyRelu, Softplus, Gelu, Elu, Silu, Hardtanh, Clamp, Sign, Sgn, Floor, Ceil)
 _UNARY += (Round, RoundDecimals, Pow, DivScalar, MulScalar, AddScalar, Rsub, Remainder, Fmod)
 _BINARY = (Add, Sub, Mul, Div, DivRounding, RemainderTensor, FmodTensor, PowTensor)

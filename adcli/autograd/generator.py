@@ -102,3 +102,4 @@ def pick(fn: str, generator: Any) -> rng.Generator:
 # The process-wide generator (torch.default_generator, what torch.manual_seed returns)
 # gets the script-facing methods and repr too: the subclass adds no state of its own.
 rng.default_generator.__class__ = Generator
+Generator.__module__ = "torch._C"  # printed as PyTorch's class

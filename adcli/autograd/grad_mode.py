@@ -172,3 +172,7 @@ class inference_mode:
             raise TypeError("'inference_mode' object is not callable")
         with self:
             return self.fn(*args, **kwargs)
+
+
+for _cls in (set_grad_enabled, no_grad, enable_grad, inference_mode):
+    _cls.__module__ = "torch.autograd.grad_mode"  # printed as PyTorch's classes

@@ -150,3 +150,7 @@ def module_members() -> dict[str, Any]:
         "MultiStepLR": MultiStepLR,
         "ExponentialLR": ExponentialLR,
     }
+
+
+for _cls in (LRScheduler, LambdaLR, StepLR, MultiStepLR, ExponentialLR):
+    _cls.__module__ = "torch.optim.lr_scheduler"  # printed as PyTorch's classes

@@ -293,6 +293,9 @@ class RemovableHandle:
             hooks.remove(self._entry)
 
 
+RemovableHandle.__module__ = "torch.utils.hooks"  # printed as PyTorch's class
+
+
 def _add_hook(owner: Any, attr: str, entry: object) -> RemovableHandle:
     hooks = getattr(owner, attr)
     if hooks is None:

@@ -510,6 +510,37 @@ def tan(a: Tensor) -> Tensor:
     return F.Tan.apply(a)
 
 
+def asin(a: Tensor) -> Tensor:
+    """arcsine (NaN outside [-1, 1])"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("asin", a)
+    return F.Asin.apply(a)
+
+
+def acos(a: Tensor) -> Tensor:
+    """arccosine (NaN outside [-1, 1])"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("acos", a)
+    return F.Acos.apply(a)
+
+
+def atan(a: Tensor) -> Tensor:
+    """arctangent"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("atan", a)
+    return F.Atan.apply(a)
+
+
+def rsqrt(a: Tensor) -> Tensor:
+    """1 / sqrt(a)"""
+    if type(a) is BATCHED:  # inside vmap
+        return batched_call("rsqrt", a)
+    return F.Rsqrt.apply(a)
+
+
+arcsin, arccos, arctan = asin, acos, atan  # PyTorch's NumPy-style aliases
+
+
 def tanh(a: Tensor) -> Tensor:
     """hyperbolic tangent"""
     if type(a) is BATCHED:  # inside vmap
@@ -3887,7 +3918,46 @@ def _check_ragged(data: Any) -> None:
             stack_.extend((x, depth + 1) for x in reversed(v))  # first item first, as torch
 
 
-as_tensor = tensor
+def from_array(arr: np.ndarray) -> Tensor:
+    """A tensor sharing a NumPy array's memory, as PyTorch's `from_numpy` makes one."""
+    if _py.any(st < 0 for st in arr.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with "
+            "negative strides are not currently supported. (You can probably work around "
+            "this by making a copy of your array  with array.copy().) "
+        )
+    if _py.any(st % arr.itemsize for st in arr.strides):
+        raise ValueError(
+            "given numpy array strides not a multiple of the element byte size. Copy the "
+            "numpy array to reallocate the memory."
+        )
+    if not arr.flags.writeable:
+        _config.warn(NOT_WRITABLE_WARNING)
+    # A view of the array, not the array: the tensor keeps its own ndarray object, so
+    # nothing done to `arr` itself (resize, a new shape) reaches the tensor.
+    return _finish(arr.view(), False)
+
+
+NOT_WRITABLE_WARNING = (
+    "The given NumPy array is not writable, and PyTorch does not support non-writable "
+    "tensors. This means writing to this tensor will result in undefined behavior. You may "
+    "want to copy the array to protect its data or make it writable before converting it to "
+    "a tensor. This type of warning will be suppressed for the rest of this program. "
+    "(Triggered internally at /__w/pytorch/pytorch/torch/csrc/utils/tensor_numpy.cpp:213.)"
+)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """`torch.as_tensor`: the tensor itself, or one sharing a NumPy array's memory, where
+    no conversion is needed; otherwise a converted tensor (differentiable from a tensor)
+    or a new one."""
+    dt = _dtype_arg(dtype)
+    if isinstance(data, Tensor):
+        return data if dt is None else to_dtype(data, dt)
+    if isinstance(data, np.ndarray) and (data.dtype.kind in "bif" or data.dtype == np.uint8):
+        shared = from_array(data)  # PyTorch refuses negative strides even when converting
+        return shared if dt is None else to_dtype(shared, dt)
+    return tensor(data, dt)
 
 
 def _factory_shape(size: tuple[Any, ...]) -> tuple[int, ...]:
@@ -3936,6 +4006,12 @@ def _like(t: Tensor, dtype: Any, name: str) -> DType:
 def zeros_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
     """Zeros shaped like t."""
     dt = _like(t, dtype, "zeros_like")
+    return _finish(_filled_like(t.data_, 0, dt.np), requires_grad)
+
+
+def empty_like(t: Tensor, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Shaped like t; uninitialised in PyTorch, zeros here (deterministic, as `empty`)."""
+    dt = _like(t, dtype, "empty_like")
     return _finish(_filled_like(t.data_, 0, dt.np), requires_grad)
 
 
@@ -4251,6 +4327,7 @@ TUTORIAL_FUNCTIONS = (
 
 TENSOR_METHODS = (
     "abs exp log log1p sqrt sin cos tan tanh sigmoid relu sign sgn floor ceil round clamp "
+    "asin acos atan arcsin arccos arctan rsqrt "
     "clip neg negative reciprocal square pow add sub mul div true_divide matmul mm mv dot outer "
     "sum mean prod max min amax amin argmax argmin norm logsumexp var std cumsum view "
     "reshape flatten ravel transpose swapaxes t permute movedim moveaxis squeeze unsqueeze "
@@ -4435,7 +4512,7 @@ EXTRA_METHODS.update(
 # `torch.sin_(x)` functions, which call the method (PyTorch has no torch.sign_/pow_).
 INPLACE_UNARY = (
     "abs neg negative exp log log1p sqrt sin cos tan tanh sigmoid relu sign sgn floor ceil "
-    "square reciprocal"
+    "square reciprocal asin acos atan arcsin arccos arctan rsqrt"
 ).split()
 
 

@@ -113,7 +113,7 @@ class Optimizer:
         """`optimizer.state`: each parameter's buffers as tensors (sharing the memory the
         optimizer updates), keyed by the parameter, in the order they were created; for
         an optimizer a script defines, the dicts its `step` keeps there."""
-        if type(self).__module__ != __name__:
+        if type(self) not in _HOST_OPTIMIZERS:
             return self._ad_script_state
         by_id = {id(p): p for g in self.param_groups for p in g["params"]}
         return {
@@ -851,3 +851,13 @@ class Adagrad(Optimizer):
                 x[...] = _addcdiv(x, g, std, -clr)
                 p._vc[0] += 1
         return loss
+
+
+# PyTorch's modules, so `print(type(opt))` shows `<class 'torch.optim.sgd.SGD'>` as there
+# (the `state` property tells a script's optimizer by its class's own module, "__main__").
+for _cls in (SGD, Adam, AdamW, Adamax, NAdam, RAdam, Adadelta, RMSprop, Adagrad):
+    _cls.__module__ = "torch.optim." + _cls.__name__.lower()
+Optimizer.__module__ = "torch.optim.optimizer"
+_HOST_OPTIMIZERS = frozenset(
+    (Optimizer, SGD, Adam, AdamW, Adamax, NAdam, RAdam, Adadelta, RMSprop, Adagrad)
+)

@@ -43,7 +43,9 @@ FUNCTIONS: dict[str, str] = {
         "max min amax amin argmax argmin all any norm logsumexp var std cumsum softmax "
         "log_softmax transpose flatten squeeze unsqueeze narrow select diagonal as_strided "
         "gather masked_fill chunk unbind flip round clamp clip permute movedim moveaxis "
-        "reshape zeros_like ones_like full_like randn_like rand_like "
+        "reshape zeros_like ones_like empty_like full_like randn_like rand_like "
+        "asin acos atan arcsin arccos arctan rsqrt "
+        "asin_ acos_ atan_ arcsin_ arccos_ arctan_ rsqrt_ "
         "abs_ exp_ log_ log1p_ sqrt_ sin_ cos_ tan_ tanh_ sigmoid_ relu_ floor_ ceil_ "
         "square_ reciprocal_ neg_ negative_ round_ clamp_ clip_ clamp_min_ clamp_max_ index_put_",
         "input",
@@ -111,7 +113,7 @@ OUT = frozenset(
         "le linspace log log1p logical_not logsumexp lt matmul max maximum mean min minimum "
         "mm mul mv ne neg negative norm ones outer pow prod rand randint randn randperm "
         "reciprocal remainder round sigmoid sgn sign sin sqrt square stack std sub sum tan tanh "
-        "true_divide var where zeros"
+        "true_divide var where zeros asin acos atan arcsin arccos arctan rsqrt"
     ).split()
 )
 

@@ -254,8 +254,12 @@ class Tensor:
         """The node that made this tensor (None for a leaf).  A view's node is
         re-derived from its base (AsStridedBackward0) the first time it is read after
         an in-place change to the base or to any view of it, as PyTorch does."""
-        if self._base is not None and self._view_version != self._vc[0]:
-            ops.rebase_view(self)
+        if self._base is not None:
+            if self._view_version != self._vc[0]:
+                ops.rebase_view(self)
+            d = getattr(self._grad_fn, "__dict__", None)
+            if d and "held_node" in d:
+                del d["held_node"]  # read by the script: PyTorch's view lets its old node go
         return self._grad_fn
 
     @property
@@ -271,10 +275,17 @@ class Tensor:
                 return None
             if self._retains_grad or old.pre_hooks:
                 return old
-        try:
-            return self.grad_fn
-        except RuntimeError:
-            return None
+            try:
+                ops.rebase_view(self)
+            except RuntimeError:
+                return None
+            # PyTorch's view would still hold its old node (the script has not read its
+            # grad_fn): the new one keeps it alive, as a saved output's weak reference
+            # to it tells, until the script reads grad_fn
+            new = self._grad_fn
+            if new is not None and hasattr(new, "__dict__"):
+                new.held_node = old
+        return self._grad_fn
 
     @grad_fn.setter
     def grad_fn(self, node: Node | None) -> None:
@@ -520,9 +531,9 @@ class Tensor:
         return self.data_.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """A NumPy copy of the values (only for tensors that do not require grad, unless
-        `force` or grad mode is off, as in PyTorch). PyTorch shares the memory; a copy
-        keeps scripts from changing a tensor behind autograd's back."""
+        """The values as a NumPy array sharing the tensor's memory (only for tensors that
+        do not require grad, unless `force` or grad mode is off, as in PyTorch). Writes
+        through it change the tensor without a version bump, as in PyTorch."""
         if self.requires_grad and not force and grad_mode.state.enabled:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -532,7 +543,7 @@ class Tensor:
             raise RuntimeError(
                 " Cannot convert a ZeroTensor to numpy. Set force=True if you need the zero array."
             )
-        return self.data_.copy()
+        return self.data_.view()  # a new array object: `arr.resize()` cannot reach data_
 
     def _scalar(self, kind: str) -> float | int | bool:
         if self.data_.size != 1:
@@ -676,6 +687,50 @@ class Tensor:
         self._vc[0] += 1
         _adopt_node(self, result)
         return self if fw is None else _fw_write(self, fw)
+
+    def _inplace_view(self, fn: Callable[[Tensor], Tensor], node_name: str) -> Tensor:
+        """Give this tensor the sizes and strides of the view `fn(self)`, in place (as
+        `unsqueeze_`, `t_`): the memory stays, the version counter moves on and, when
+        grad mode records, the view's node (named `node_name`, PyTorch's in-place
+        overload) becomes this tensor's grad_fn."""
+        if _node.fw_hook is not None:
+            raise RuntimeError(f"adcli does not support {node_name[:-9].lower()}_ of a dual tensor")
+        record = grad_mode.state.enabled and self.requires_grad
+        if record:
+            self._check_inplace(())
+            result = fn(self)
+        else:
+            with grad_mode.no_grad():
+                result = fn(self)
+        self.data_ = result.data_
+        if record and result._grad_fn is not None:
+            result._grad_fn.grad_fn_name = node_name
+            _adopt_node(self, result)
+        self._vc[0] += 1
+        if self._base is not None:
+            self._view_version = self._vc[0]  # its node is the one just set (or kept)
+        return self
+
+    def unsqueeze_(self, dim: int) -> Tensor:
+        """A size-1 dim inserted at `dim`, in place."""
+        return self._inplace_view(lambda t: ops.unsqueeze(t, dim), "UnsqueezeBackward1")
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        """Size-1 dims removed in place (all, the given one, or the given ones)."""
+        n = 3 if dim is None else 5 if isinstance(dim, (list, tuple)) else 4
+        return self._inplace_view(lambda t: ops.squeeze(t, dim), f"SqueezeBackward{n}")
+
+    def t_(self) -> Tensor:
+        """Transposed in place (a matrix; vectors unchanged)."""
+        if self.data_.ndim > 2:
+            raise RuntimeError(
+                f"t_() expects a tensor with <= 2 dimensions, but self is {self.data_.ndim}D"
+            )
+        return self._inplace_view(ops.t, "TBackward1")
+
+    def transpose_(self, dim0: int, dim1: int) -> Tensor:
+        """Two dims swapped in place."""
+        return self._inplace_view(lambda t: ops.transpose(t, dim0, dim1), "TransposeBackward1")
 
     def zero_(self) -> Tensor:
         """Fill with zeros in place."""
@@ -1133,5 +1188,6 @@ _node.Tensor = Tensor  # Function.apply makes tensors (node.py cannot import thi
 # ops.py once it has bound the operation methods.
 Tensor.__ad_settable__ = frozenset({"grad", "requires_grad", "data"})
 Tensor.__module__ = "torch"  # print(type(x)) shows <class 'torch.Tensor'>, as in PyTorch
+Size.__module__ = "torch"
 # NumPy operators (`np.float64(2) * x`, `arr + x`) leave tensors to Tensor's own operators
 Tensor.__array_ufunc__ = None

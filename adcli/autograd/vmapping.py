@@ -38,7 +38,8 @@ class Batched:
     __slots__ = ("levels", "value")
     __ad_attrs__ = frozenset(
         "shape dtype device ndim dim size numel requires_grad is_floating_point "
-        "tanh sin cos exp log sqrt sigmoid relu neg abs sum mean pow square".split()
+        "tanh sin cos exp log sqrt sigmoid relu neg abs sum mean pow square "
+        "asin acos atan arcsin arccos arctan rsqrt".split()
     )
 
     def __init__(self, value: Tensor, levels: tuple[int, ...]) -> None:
@@ -122,6 +123,24 @@ class Batched:
     def cos(self) -> Batched:
         """cos of every slice."""
         return self._unary("cos")
+
+    def asin(self) -> Batched:
+        """asin of every slice."""
+        return self._unary("asin")
+
+    def acos(self) -> Batched:
+        """acos of every slice."""
+        return self._unary("acos")
+
+    def atan(self) -> Batched:
+        """atan of every slice."""
+        return self._unary("atan")
+
+    arcsin, arccos, arctan = asin, acos, atan
+
+    def rsqrt(self) -> Batched:
+        """1 / sqrt of every slice."""
+        return self._unary("rsqrt")
 
     def exp(self) -> Batched:
         """exp of every slice."""

@@ -867,6 +867,7 @@ def make_builtins(
         "ord": ord,
         "chr": chr,
         "hash": hash,
+        "id": id,  # tutorials show that an in-place op keeps the object (`id(x)` before, after)
     }
     table.update(EXCEPTIONS)
     return _named(table)

@@ -61,6 +61,27 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
 for _cls in MODULE_CLASSES:
     type.__setattr__(_cls, "__ad_subclass__", True)
 
+# PyTorch's file of each layer, so `print(type(model.fc))` shows
+# `<class 'torch.nn.modules.linear.Linear'>` as there (by adcli's file, then by name).
+_TORCH_FILES = {"containers": "container", "layers": "linear"}
+_TORCH_FILE_OF = {
+    "Embedding": "sparse",
+    "Flatten": "flatten",
+    "Unflatten": "flatten",
+    "Dropout": "dropout",
+    "MaxPool2d": "pooling",
+    "AvgPool2d": "pooling",
+    "BatchNorm1d": "batchnorm",
+    "BatchNorm2d": "batchnorm",
+    "InstanceNorm1d": "instancenorm",
+    "InstanceNorm2d": "instancenorm",
+}
+for _cls in MODULE_CLASSES:
+    _file = _cls.__module__.rsplit(".", 1)[1]
+    _file = _TORCH_FILE_OF.get(_cls.__name__, _TORCH_FILES.get(_file, _file))
+    _cls.__module__ = f"torch.nn.modules.{_file}"
+Parameter.__module__ = "torch.nn.parameter"
+
 # New torch.nn.functional names (the older ones are listed in torchapi.FUNCTIONAL_OPS).
 FUNCTIONAL_NAMES = (
     "gelu elu silu hardtanh binary_cross_entropy_with_logits embedding bilinear dropout"

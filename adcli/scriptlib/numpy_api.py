@@ -10,9 +10,11 @@ numbers exactly as NumPy does. What keeps the sandbox tight:
 - attribute reads on arrays, NumPy scalars and dtypes go through the allow-lists
   below (registered with the guard); `type(arr)` gives a stand-in class that
   checks `isinstance` but cannot construct arrays from raw memory;
-- an array never shares memory with a tensor: `x.numpy()`, `torch.tensor(arr)`
-  and `torch.from_numpy(arr)` copy. (PyTorch's `numpy()` and `from_numpy` share
-  memory; a script that writes through one to change the other diverges.)
+- `x.numpy()`, `np.asarray(x)`, `torch.from_numpy(arr)` and `torch.as_tensor(arr)`
+  share memory, as in PyTorch (the "bridge with NumPy" of its tutorials), and
+  writes through an array change the tensor without a version bump, as there;
+  `torch.tensor(arr)` and `np.array(x)` copy. A script gets a view of a tensor's
+  array, never the array adcli holds.
 
 `np.random` is a per-run `RandomState`, so `np.random.seed(s)` gives NumPy's own
 numbers for that seed.
@@ -69,7 +71,8 @@ def _dtype(d: Any) -> Any:
 
 
 def _arg(v: Any) -> Any:
-    """A tensor argument becomes a NumPy copy (as `np.asarray(t)` reads `t.numpy()`)."""
+    """A tensor argument becomes `t.numpy()`, which shares its memory, as NumPy reads a
+    PyTorch tensor (so `np.asarray(t)` is a view and `np.array(t)` a copy, as there)."""
     if isinstance(v, Tensor):
         return v.numpy()
     if isinstance(v, (list, tuple)) and any(isinstance(x, Tensor) for x in v):
@@ -277,7 +280,7 @@ ATTRIBUTE_READERS = _attribute_readers()
 
 
 def from_numpy(arr: Any) -> Tensor:
-    """`torch.from_numpy(arr)`: a tensor with the array's dtype (a copy in adcli)."""
+    """`torch.from_numpy(arr)`: a tensor with the array's dtype sharing its memory."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
     if arr.dtype.kind not in _KINDS or arr.dtype.kind == "u" and arr.dtype != np.uint8:
@@ -286,7 +289,7 @@ def from_numpy(arr: Any) -> Tensor:
             "supported types are: float64, float32, float16, complex64, complex128, int64, "
             "int32, int16, int8, uint64, uint32, uint16, uint8, and bool."
         )
-    return ops._finish(np.array(arr, copy=True), False)
+    return ops.from_array(arr)
 
 
 def _random_tables(rs: np.random.RandomState) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from adcli.lang import guard
 from adcli.lang.errors import LimitError
 from adcli.lang.host import MODULE_HINTS
 from adcli.scriptlib import numpy_api
+from adcli.scriptlib.collections_api import collections_table
 
 __all__ = ["UNSUPPORTED_MODULES", "module_tables", "unsupported_module"]
 
@@ -171,13 +172,6 @@ def functools_table() -> dict[str, Any]:
     return {"partial": functools.partial, "reduce": _reduce}
 
 
-def collections_table() -> dict[str, Any]:
-    """`collections`: OrderedDict (nn.Sequential takes one to name its layers)."""
-    from adcli.nn.module import OrderedDict
-
-    return {"OrderedDict": OrderedDict}
-
-
 def time_table() -> dict[str, Any]:
     """`time`: the clocks training scripts read to print how long a loop took, and
     `sleep` (the run's wall-clock budget is enforced outside the script)."""
@@ -188,7 +182,8 @@ def time_table() -> dict[str, Any]:
 #: modules adcli has in part -> what the members it lacks should use instead
 PARTIAL_MODULE_HINTS = {
     "functools": "adcli has functools.partial and functools.reduce; use def and lambda",
-    "collections": "adcli has collections.OrderedDict; use dict and dict.setdefault",
+    "collections": "adcli has collections.OrderedDict, defaultdict and Counter; use dict "
+    "and dict.setdefault",
     "time": "adcli has the clocks (time.time, time.perf_counter, time.monotonic, "
     "time.process_time) and time.sleep",
 }

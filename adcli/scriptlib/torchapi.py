@@ -44,6 +44,7 @@ from adcli.scriptlib import data as _data
 # Every op exposed as `torch.NAME`.
 TORCH_OPS = (
     "tensor as_tensor zeros ones empty full eye arange linspace zeros_like ones_like full_like "
+    "empty_like "
     "add sub mul div true_divide pow neg negative exp log log1p sqrt abs sin cos tan tanh "
     "sigmoid relu clamp clip sign sgn floor ceil round square reciprocal where maximum minimum "
     "sum mean prod max min amax amin argmax argmin norm dot mv mm matmul outer ger transpose "
@@ -54,7 +55,7 @@ TORCH_OPS = (
     "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not "
     "bmm addmm dropout bilinear prelu "
     "scatter scatter_add index_fill index_add index_copy index_put logcumsumexp fmod "
-    "clamp_min clamp_max index_select"
+    "clamp_min clamp_max index_select asin acos atan arcsin arccos arctan rsqrt"
 ).split()
 
 FUNCTIONAL_OPS = (

@@ -284,9 +284,6 @@ PRINT_NAMES = {
 ALLOWED_FUNCS = frozenset(NUMPY_FUNCS) - {
     "sinh",
     "cosh",
-    "asin",
-    "acos",
-    "atan",
     "Max",
     "Min",
     "Heaviside",

@@ -419,6 +419,7 @@ _SAVING_OUTPUT = {
     "sqrt": lambda m, x: m.sqrt(x),
     "reciprocal": lambda m, x: m.reciprocal(x),
     "tan": lambda m, x: m.tan(x),
+    "rsqrt": lambda m, x: m.rsqrt(x),
     "relu": lambda m, x: m.relu(x),
     "softmax": lambda m, x: m.softmax(x, 1),
     "log_softmax": lambda m, x: m.log_softmax(x, 1),

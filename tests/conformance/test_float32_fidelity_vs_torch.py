@@ -37,6 +37,8 @@ def _vectors(rng: np.random.Generator, kind: str, dt: type) -> Iterator[np.ndarr
             v = rng.standard_normal(n) * 2
         elif kind == "wide":  # magnitudes from 1e-6 to 1e3, both signs
             v = rng.standard_normal(n) * 10 ** rng.uniform(-6, 3, n)
+        elif kind == "unit":  # asin's and acos's domain, [-1, 1]
+            v = rng.uniform(-1, 1, n)
         else:  # "pos": positive, 1e-6 to 1e4
             v = np.abs(rng.standard_normal(n)) * 10 ** rng.uniform(-6, 4, n)
         yield v.astype(dt)
@@ -54,6 +56,10 @@ UNARY: dict[str, tuple[Callable, Callable, tuple[str, ...]]] = {
     "sin": (torch.sin, ops.sin, ("normal", "wide")),
     "cos": (torch.cos, ops.cos, ("normal", "wide")),
     "tan": (torch.tan, ops.tan, ("normal",)),
+    "asin": (torch.asin, ops.asin, ("unit",)),
+    "acos": (torch.acos, ops.acos, ("unit",)),
+    "atan": (torch.atan, ops.atan, ("normal", "wide")),
+    "rsqrt": (torch.rsqrt, ops.rsqrt, ("pos",)),
     "tanh": (torch.tanh, ops.tanh, ("normal", "wide")),
     "sigmoid": (torch.sigmoid, ops.sigmoid, ("normal", "wide")),
     "silu": (F.silu, ops.silu, ("normal", "wide")),
@@ -74,6 +80,10 @@ BOUNDS_F32: dict[str, float] = {
     "sin": 0.045,
     "cos": 0.055,
     "tan": 0.2,
+    "asin": 0.08,
+    "acos": 0.12,
+    "atan": 0.06,
+    "rsqrt": 0.0,  # 1 / sqrt, both correctly rounded, as PyTorch's kernel
     "tanh": 0.002,
     "sigmoid": 0.001,
     "silu": 0.001,
@@ -423,3 +433,27 @@ def test_add_with_alpha_and_sgd_step_are_one_fused_multiply_add() -> None:
         topt.step()
         aopt.step()
         assert np.array_equal(ap.detach().numpy(), tp.detach().numpy())
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_rsqrt_is_torchs_bit_for_bit(dt: type) -> None:
+    """rsqrt is PyTorch's 1 / sqrt (vml.h sends it to no MKL function), in every dtype and
+    layout: float16's one-at-a-time tail rounds the sqrt first, its SIMD blocks do not."""
+    rng = np.random.default_rng(13)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-38, 1.0, -1.0, 4.0])
+    inputs = [special]
+    for n in SIZES:
+        inputs.append(np.abs(rng.standard_normal(n)) * 10 ** rng.uniform(-8, 4, n))
+        inputs.append(rng.standard_normal(n))
+    bad = total = 0
+    with np.errstate(all="ignore"):
+        for v in inputs:
+            x = v.astype(dt)
+            b, n_ = _count(torch.rsqrt(torch.from_numpy(x.copy())).numpy(), ops.rsqrt(_a(x)).data_)
+            bad, total = bad + b, total + n_
+        for shape, view in (((40, 33), "t"), ((40, 33), "s"), ((3, 70, 5), "t")):
+            x = np.abs(rng.standard_normal(shape)).astype(dt)
+            t, a = _view(torch.from_numpy(x), view), _view(Tensor._make(x), view)
+            b, n_ = _count(torch.rsqrt(t).numpy(), ops.rsqrt(a).data_)
+            bad, total = bad + b, total + n_
+    assert bad == 0, f"{bad} of {total} elements differ from torch"

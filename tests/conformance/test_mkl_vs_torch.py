@@ -63,6 +63,9 @@ UNARY: dict[str, tuple[Callable, Callable]] = {
     "sin": (torch.sin, ops.sin),
     "cos": (torch.cos, ops.cos),
     "tan": (torch.tan, ops.tan),
+    "asin": (torch.asin, ops.asin),
+    "acos": (torch.acos, ops.acos),
+    "atan": (torch.atan, ops.atan),
     "tanh": (torch.tanh, ops.tanh),
 }
 

@@ -312,6 +312,10 @@ UNARY = {
     "sin": (lambda m, x: x.sin(), "any"),
     "cos": (lambda m, x: x.cos(), "any"),
     "tan": (lambda m, x: x.tan(), "unit"),
+    "asin": (lambda m, x: x.asin(), "unit"),
+    "acos": (lambda m, x: x.acos(), "unit"),
+    "atan": (lambda m, x: x.atan(), "any"),
+    "rsqrt": (lambda m, x: x.rsqrt(), "pos"),
     "tanh": (lambda m, x: x.tanh(), "any"),
     "sigmoid": (lambda m, x: x.sigmoid(), "any"),
     "relu": (lambda m, x: x.relu(), "nonzero"),
@@ -459,6 +463,10 @@ PROMOTION = [
     ("bool_plus_int", lambda m: m.tensor([True, False]) + 1),
     ("bool_plus_float", lambda m: m.tensor([True, False]) * 2.5),
     ("int_pow_float", lambda m: m.tensor([1, 2]) ** 0.5),
+    ("int_asin", lambda m: m.asin(m.tensor([1, 0, -1, 2]))),
+    ("int_acos", lambda m: m.acos(m.tensor([1, 0]))),
+    ("int_atan", lambda m: m.atan(m.tensor([3, -2]))),
+    ("int_rsqrt", lambda m: m.rsqrt(m.tensor([4, 0, -1]))),
     ("python_float_pow_int", lambda m: 2.0 ** m.tensor([1, 2])),
     ("int_sum", lambda m: m.tensor([1, 2]).sum()),
     ("bool_sum", lambda m: m.tensor([True, True]).sum()),
@@ -612,4 +620,9 @@ def test_values_at_special_points_match() -> None:
     run_case(lambda m, x: x.sqrt(), (V([0.0, 1.0, 4.0]),), "float32", second=False)
     run_case(lambda m, x: x.log(), (V([0.0, 1.0, -1.0]),), "float64", second=False)
     run_case(lambda m, x: x**0.5, (V([0.0, 1.0, -1.0]),), "float64", second=False)
+    edges = V([1.0, -1.0, 0.0, -0.0, 1.5, float("inf"), float("nan")])
+    for fn in (lambda m, x: x.asin(), lambda m, x: x.acos(), lambda m, x: x.atan()):
+        for dt in ("float32", "float64"):
+            run_case(fn, (edges,), dt, second=False)
+    run_case(lambda m, x: x.rsqrt(), (edges,), "float32", second=False)
     assert math.isinf(float("inf"))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from adcli.autograd.dtypes import DType as ADType
 from adcli.autograd.tensor import Tensor as ATensor
 from adcli.scriptlib.torchapi import module_table
 
@@ -70,6 +71,7 @@ def arrays() -> dict[str, np.ndarray]:
         "y": r.standard_normal((2, 3)).astype(f),
         "pos": (np.abs(x) + 0.5).astype(f),
         "x13": r.standard_normal((1, 3)).astype(f),
+        "e03": np.zeros((0, 3), f),  # (empty_like's values are unset in PyTorch)
         "v": r.standard_normal(3).astype(f),
         "w": r.standard_normal(3).astype(f),
         "v4": r.standard_normal(4).astype(f),
@@ -170,12 +172,15 @@ F64 = D("float64")
 
 UNARY = (
     "abs exp sin cos tan tanh sigmoid relu sign sgn floor ceil square neg negative clone "
-    "ravel t isnan isinf isfinite"
+    "ravel t isnan isinf isfinite asin acos atan arcsin arccos arctan"
 ).split()
-POSITIVE = "log log1p sqrt reciprocal".split()
+POSITIVE = "log log1p sqrt reciprocal rsqrt".split()
 BINARY = "add sub mul eq ne gt ge lt le maximum minimum".split()
-INPLACE = "abs exp sin cos tan tanh sigmoid relu floor ceil square neg negative".split()
-INPLACE_POSITIVE = "log log1p sqrt reciprocal".split()
+INPLACE = (
+    "abs exp sin cos tan tanh sigmoid relu floor ceil square neg negative "
+    "asin acos atan arcsin arccos arctan"
+).split()
+INPLACE_POSITIVE = "log log1p sqrt reciprocal rsqrt".split()
 
 CASES: list[Case] = [
     *(c(f"torch.{n}", input=X) for n in UNARY),
@@ -288,6 +293,7 @@ CASES: list[Case] = [
     c("torch.linspace", start=0, end=1, steps=5, dtype=F64, device="cpu"),
     c("torch.zeros_like", input=X, dtype=F64, device="cpu", requires_grad=True),
     c("torch.ones_like", input=X, dtype=F64, requires_grad=False),
+    c("torch.empty_like", input=A("e03"), dtype=F64, device="cpu", requires_grad=True),
     c("torch.full_like", input=X, fill_value=2.0, dtype=F64),
     c("torch.randn_like", input=X, dtype=F64, generator=None),
     c("torch.rand_like", input=X, dtype=F64, requires_grad=True),
@@ -311,6 +317,8 @@ CASES: list[Case] = [
     c("torch.is_inference_mode_enabled"),
     # out=: written into the given tensor, which is returned (and resized, with a warning)
     c("torch.exp", input=X, out=Out((2, 3))),
+    c("torch.asin", input=A("prob"), out=Out((2, 3), "float64")),
+    c("torch.rsqrt", input=P, out=Out((5,))),
     c("torch.add", input=X, other=Y, alpha=2, out=Out((2, 3), "float64")),
     c("torch.matmul", input=X, other=A("m34"), out=Out((2, 4))),
     c("torch.sum", input=X, dim=1, keepdim=True, out=Out((2, 1))),
@@ -500,6 +508,10 @@ CASES: list[Case] = [
     c("Tensor.flip", X, dims=(0,)),
     c("Tensor.squeeze", A("x13"), dim=0),
     c("Tensor.unsqueeze", X, dim=0),
+    c("Tensor.unsqueeze_", X, dim=0),
+    c("Tensor.squeeze_", A("x13"), dim=0),
+    c("Tensor.transpose_", X, dim0=0, dim1=1),
+    c("Tensor.t_", X),
     c("Tensor.flatten", A("b234"), start_dim=0, end_dim=1),
     c("Tensor.narrow", X, dim=1, start=0, length=2),
     c("Tensor.select", X, dim=0, index=1),
@@ -689,7 +701,7 @@ def _result(r: Any) -> Any:
         return ("tensor", str(r.dtype), tuple(r.shape), bool(r.requires_grad), np.array(data))
     if isinstance(r, (tuple, list)):
         return [_result(x) for x in r]
-    if isinstance(r, torch.dtype) or type(r).__name__ == "DType":
+    if isinstance(r, (torch.dtype, ADType)):
         return str(r)
     if isinstance(r, np.ndarray):
         return ("ndarray", str(r.dtype), r.shape, r.copy())
