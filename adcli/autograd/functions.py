@@ -3120,7 +3120,18 @@ class CopySlices(_CopyInto):
     def backward(ctx, g):
         if getattr(ctx, "freed", False):  # PyTorch drops the wrapped copy after one pass
             raise SavedTensorError(FREED_MESSAGE, ctx)
-        gb, gv = _CopyInto.backward(ctx, g)
+        if getattr(ctx, "overlapping", False):
+            raise RuntimeError(OVERLAP_MESSAGE)
+        gb = gv = None
+        if ctx.needs_input_grad[0]:
+            # PyTorch's CopySlices: a copy of g, the wrapped fill_/copy_'s gradient for
+            # the view (zeros) written into it through the view: under create_graph the
+            # base's gradient is a CopySlices itself
+            result = ops.copy_from(Tensor._make(np.empty_like(g.data_)), g)
+            zeros = Tensor._make(np.zeros(g.data_[ctx.index].shape, g.data_.dtype))
+            gb = CopySlices.apply(result, zeros, index=ctx.index, dtype=g.data_.dtype)
+        if ctx.needs_input_grad[1]:
+            gv = ops.sum_to(ops.getitem(g, ctx.index), ctx.value_shape)
         if gv is not None and gv._base is not None:
             # PyTorch's CopySlices hands the wrapped copy_ a clone of g's slice: the
             # value's gradient is no view (detach_() on it works)
