@@ -3769,6 +3769,48 @@ def dropout(a: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     return mul(a, Tensor._make(noise))
 
 
+def dropout2d(a: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero whole channels with probability p and scale the rest by 1 / (1 - p): one
+    bernoulli_(1 - p) draw per (sample, channel), PyTorch's feature noise shaped
+    (N, C, 1, 1), multiplied in (MulBackward0). A 3-D input is taken as (N, C, L), with
+    PyTorch's warning; other ranks warn and drop the same way."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    nd = a.data_.ndim
+    if nd not in (3, 4):
+        _config.warn(
+            f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout2d exists to provide "
+            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, "
+            "and an optional batch dimension (i.e. 3D or 4D inputs)."
+        )
+    elif nd == 3:
+        _config.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret "
+            "the input as one without a batch dimension, i.e. shape (C, H, W). To maintain "
+            "the 1D channel-wise dropout behavior, please switch to using dropout1d instead."
+        )
+    if nd < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if not training or p == 0 or a.data_.size == 0:
+        return a
+    dt = a.data_.dtype
+    if p == 1:
+        noise = np.zeros((), dt)
+    else:
+        from . import random as _rng
+
+        shape = a.data_.shape[:2] + (1,) * (nd - 2)
+        keep = _rng.default_generator._uniform01(math.prod(shape), "float64") < (1 - p)
+        noise = (keep.astype(dt) / np.asarray(1 - p, dt)).reshape(shape)
+    if inplace:
+        return a._inplace(lambda t: mul(t, Tensor._make(noise)))
+    return mul(a, Tensor._make(noise))
+
+
 def in_memory_order(flat: np.ndarray, like: np.ndarray) -> np.ndarray:
     """`flat` laid out as PyTorch's empty_like(like) is filled in memory order: its dims
     ordered by like's strides (infer_dense_strides: a stable insertion sort, stride-0
@@ -4070,6 +4112,39 @@ def arange(
         else (np.arange(vals[0], vals[1], vals[2], dtype=np.int64))
     )
     return _finish(np.asarray(data, dt.np), requires_grad)
+
+
+def range_inclusive(
+    start: Any,
+    end: Any,
+    step: Any = 1,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    device: Any = None,
+) -> Tensor:
+    """`torch.range`, deprecated: values from start to end inclusive, in the default
+    float dtype unless `dtype` says otherwise, each `start + i * step` in double."""
+    _config.warn(
+        "torch.range is deprecated and will be removed in a future release because its "
+        "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+        "which produces values in [start, end)."
+    )
+    a, b, s = (_num(v) for v in (start, end, step))
+    if s == 0:
+        raise RuntimeError("step must be nonzero")
+    if (s > 0 and b < a) or (s < 0 and b > a):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    dt = _dtype_arg(dtype) or dtypes.DEFAULT_FLOAT
+    n = int(math.floor((b - a) / s)) + 1
+    check_numel(n)
+    if dt.is_floating_point:
+        data = (float(a) + np.arange(n, dtype=np.float64) * float(s)).astype(dt.np)
+    else:
+        data = (int(a) + np.arange(n, dtype=np.int64) * int(s)).astype(dt.np)
+    return _finish(data, requires_grad)
+
+
+range_inclusive.__name__ = range_inclusive.__qualname__ = "range"
 
 
 def builtins_any_float(vals: list[Any]) -> bool:

@@ -30,6 +30,7 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
     layers.Flatten,
     layers.Unflatten,
     layers.Dropout,
+    layers.Dropout2d,
     conv.Conv1d,
     conv.Conv2d,
     conv.MaxPool2d,
@@ -69,6 +70,7 @@ _TORCH_FILE_OF = {
     "Flatten": "flatten",
     "Unflatten": "flatten",
     "Dropout": "dropout",
+    "Dropout2d": "dropout",
     "MaxPool2d": "pooling",
     "AvgPool2d": "pooling",
     "BatchNorm1d": "batchnorm",
@@ -84,7 +86,7 @@ Parameter.__module__ = "torch.nn.parameter"
 
 # New torch.nn.functional names (the older ones are listed in torchapi.FUNCTIONAL_OPS).
 FUNCTIONAL_NAMES = (
-    "gelu elu silu hardtanh binary_cross_entropy_with_logits embedding bilinear dropout"
+    "gelu elu silu hardtanh binary_cross_entropy_with_logits embedding bilinear dropout dropout2d"
 ).split()
 
 # Convolution and pooling (adcli/autograd/convops.py, pooling.py).

@@ -192,7 +192,7 @@ _OWN = (
 )
 
 # The ops used as they are, with PyTorch's name for their first parameter.
-_RENAMED = "softplus sigmoid tanh linear dropout gelu elu silu hardtanh".split()
+_RENAMED = "softplus sigmoid tanh linear dropout dropout2d gelu elu silu hardtanh".split()
 
 
 def members() -> dict[str, Any]:

@@ -319,3 +319,10 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels with probability p while training (PyTorch's random mask)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return ops.dropout2d(input, self.p, self.training, self.inplace)

@@ -366,6 +366,7 @@ def _shared_tables() -> dict[str, dict[str, Any]]:
     """The stateless part of `module_table()`; callers copy before changing it."""
     torch: dict[str, Any] = {name: getattr(ops, name) for name in TORCH_OPS if hasattr(ops, name)}
     torch.update({name: getattr(ops, name) for name in ops.TUTORIAL_FUNCTIONS})
+    torch["range"] = ops.range_inclusive  # (deprecated in PyTorch, still in old tutorials)
     torch.update(_dtype_names())
     torch.update(
         randn=randn,
