@@ -779,6 +779,12 @@ class Tan(Function):
         return ts[0] * (r * r + 1)
 
 
+def _rsqrt_one_minus_square(a: Tensor) -> Tensor:
+    """PyTorch's `(-self * self + 1).rsqrt()` of asin's and acos's derivatives, node for
+    node: NegBackward0, MulBackward0, AddBackward1, RsqrtBackward0."""
+    return Rsqrt.apply(AddScalar.apply(-a * a, other=1))
+
+
 class Asin(Function):
     """asin(a)"""
 
@@ -793,10 +799,10 @@ class Asin(Function):
         (a,) = ctx.saved_tensors
         # PyTorch's grad * (-self * self + 1).rsqrt(): NegBackward0, MulBackward0,
         # AddBackward1, RsqrtBackward0, MulBackward0
-        return (g * Rsqrt.apply(AddScalar.apply(-a * a, other=1)),)
+        return (g * _rsqrt_one_minus_square(a),)
 
     def jvp(ctx, ts, xs, r):
-        return ts[0] * Rsqrt.apply(AddScalar.apply(-xs[0] * xs[0], other=1))
+        return ts[0] * _rsqrt_one_minus_square(xs[0])
 
 
 class Acos(Function):
@@ -812,10 +818,10 @@ class Acos(Function):
     def backward(ctx, g):
         (a,) = ctx.saved_tensors
         # PyTorch's grad * -((-self * self + 1).rsqrt()): the rsqrt's NegBackward0 too
-        return (g * -Rsqrt.apply(AddScalar.apply(-a * a, other=1)),)
+        return (g * -_rsqrt_one_minus_square(a),)
 
     def jvp(ctx, ts, xs, r):
-        return ts[0] * -Rsqrt.apply(AddScalar.apply(-xs[0] * xs[0], other=1))
+        return ts[0] * -_rsqrt_one_minus_square(xs[0])
 
 
 class Atan(Function):
