@@ -54,14 +54,36 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     `c + alpha * b`: `add` and `sub` with an `alpha`, so `p.add_(g, alpha=-lr)` in SGD,
     `addcmul`, `lerp`). Other dtypes: two roundings.
 
-    Float32: the float64 product is exact; the float64 sum is exact up to its error `e`
-    (TwoSum), which decides the one case where rounding the sum to float32 rounds
-    twice: a sum exactly halfway between two float32 numbers."""
+    Float32: the float64 product is exact and the float64 sum rounded to float32 is the
+    fused result unless the sum sits on a float32 midpoint (see `_fma32_exact`)."""
     a, b, c = np.asarray(a), np.asarray(b), np.asarray(c)
     if a.dtype == b.dtype == c.dtype == np.float64:
         return _fma64(a, b, c)
     if not (a.dtype == b.dtype == c.dtype == _F32):
         return a * b + c
+    with np.errstate(all="ignore"):
+        t = np.multiply(a, b, dtype=np.float64) + c  # a NumPy scalar for 0-d operands
+        r = t.astype(_F32)
+        # Rounding t once more to float32 can differ from rounding the exact sum only
+        # where t is a float32 midpoint (the 29 bits below float32's last are 1 then
+        # zeros) or below float32's normal range; only then does the exact path run.
+        if np.any((np.asarray(t).view(np.uint64) & _LOW29) == _MID29) or (
+            np.any(np.abs(r) <= _TINY32) and np.any((np.abs(t) < _TINY32) & (t != 0))
+        ):
+            return _fma32_exact(a, b, c)
+    return r
+
+
+_LOW29 = np.uint64((1 << 29) - 1)
+_MID29 = np.uint64(1 << 28)
+_TINY32 = np.finfo(_F32).tiny  # float32's smallest normal number
+
+
+def _fma32_exact(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """`fma` for float32 operands with every case decided: the float64 product is exact;
+    the float64 sum is exact up to its error `e` (TwoSum), which decides the one case
+    where rounding the sum to float32 rounds twice: a sum exactly halfway between two
+    float32 numbers."""
     with np.errstate(all="ignore"):
         p = a.astype(np.float64) * b.astype(np.float64)
         c64 = c.astype(np.float64)

@@ -420,10 +420,33 @@ def _runs_sums(v: np.ndarray, closes: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return sums[:-1], sums[-1]
 
 
+_NLL_SERIAL = 300  # up to about this many values the loop is faster than the runs
+
+
+def _nll_serial(values: np.ndarray, index: np.ndarray, p: int) -> np.ndarray:
+    """`nll_cascade_sum` as nll_loss's loop runs it, one value at a time (NumPy
+    scalars round each sum as the arrays do)."""
+    zero = values.dtype.type(0)
+    levels = [zero] * _NLL_LEVELS
+    for v, i in zip(values.tolist(), index.tolist(), strict=True):
+        levels[0] = levels[0] + values.dtype.type(v)
+        j = 0
+        while j < _NLL_LEVELS - 1 and i % (1 << (p * (j + 1))) == 0:
+            levels[j + 1] = levels[j + 1] + levels[j]
+            levels[j] = zero
+            j += 1
+    total = zero
+    for level in levels:
+        total = total + level
+    return np.asarray(total)
+
+
 def nll_cascade_sum(values: np.ndarray, index: np.ndarray, count: int) -> np.ndarray:
     """Sum of `values` (one per valid element, at linear position `index`, ascending,
     out of `count` elements) in the order of nll_loss's cascade."""
     p = max(4, max(count - 1, 1).bit_length() // _NLL_LEVELS)
+    if values.size <= _NLL_SERIAL:
+        return _nll_serial(values, index, p)
     levels = []
     for j in range(_NLL_LEVELS - 1):
         closes = index % (1 << (p * (j + 1))) == 0

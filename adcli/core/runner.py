@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
+from adcli.core.allocator import keep_freed_memory
 from adcli.core.options import RunOptions
 from adcli.lang.errors import SCRIPT_ERROR, AdError, format_diagnostic
 
@@ -327,6 +328,7 @@ def _run(text: str, name: str, options: RunOptions, streams: _Streams) -> tuple[
     engine.record_trace = not (options.quiet and not json_mode) or html is not None
     gc_thresholds = gc.get_threshold()
     gc.set_threshold(100_000, 50, 100)
+    keep_freed_memory()
     try:
         error, internal = session.run_guarded(text, name, debug=options.debug)
         if internal is not None:  # an adcli bug, not a script error
