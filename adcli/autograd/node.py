@@ -568,6 +568,8 @@ def _iterator_layout(
     """An elementwise result in PyTorch's layout for its operands (`where`: their
     positions among the inputs; None, an absent optional operand, is left out; the
     `dtype` parameter, where the row has one, is the dtype they are converted to)."""
+    if data.ndim < 2 and data.flags.c_contiguous:
+        return data  # a vector or scalar has one layout (as iterator_result decides)
     operands = []
     plain = data.flags.c_contiguous  # the common case: contiguous operands of one shape
     for i in where:
