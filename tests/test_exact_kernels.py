@@ -65,26 +65,20 @@ def test_fma_keeps_scalar_results_scalar() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
-def test_nll_sum_loop_matches_the_runs(dtype: type) -> None:
+def test_nll_sum_loop_matches_the_runs(dtype: type, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(4)
+    serial = summation._NLL_SERIAL
+    monkeypatch.setattr(summation, "_NLL_SERIAL", -1)  # nll_cascade_sum: always the runs
     for trial in range(300):
         count = int(rng.integers(1, 5000))
-        n = int(rng.integers(0, min(count, summation._NLL_SERIAL) + 1))
+        n = int(rng.integers(0, min(count, serial) + 1))
         index = np.sort(rng.choice(count, size=n, replace=False))
         values = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(dtype)
         if trial % 7 == 0:
             values[:] = -0.0
         p = max(4, max(count - 1, 1).bit_length() // summation._NLL_LEVELS)
         loop = summation._nll_serial(values, index, p)
-        runs = summation.nll_cascade_sum(values, index, count) if n > summation._NLL_SERIAL else None
-        if runs is None:  # force the vectorised path for the comparison
-            saved = summation._NLL_SERIAL
-            summation._NLL_SERIAL = -1
-            try:
-                runs = summation.nll_cascade_sum(values, index, count)
-            finally:
-                summation._NLL_SERIAL = saved
-        assert _bits_equal(loop, runs), (count, n)
+        assert _bits_equal(loop, summation.nll_cascade_sum(values, index, count)), (count, n)
 
 
 @pytest.mark.skipif(mkl.library() is None, reason="MKL is not installed")
