@@ -4100,8 +4100,13 @@ def arange(
     dt = _dtype_arg(dtype)
     if dt is not None and dt.np == np.bool_:  # PyTorch's kernel has no bool version
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
-    if step == 0:
+    a, b, s = vals
+    if not (s > 0 or s < 0):  # a NaN step too, as PyTorch checks it
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise RuntimeError(f"unsupported range: {a:g} -> {b:g}")
+    if (s > 0 and b < a) or (s < 0 and b > a):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dt is None:
         dt = dtypes.DEFAULT_FLOAT if builtins_any_float(vals) else dtypes.int64
     n = _py.max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
