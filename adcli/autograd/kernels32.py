@@ -61,17 +61,30 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         return _fma64(a, b, c)
     if not (a.dtype == b.dtype == c.dtype == _F32):
         return a * b + c
+    r = float32_once(np.multiply(a, b, dtype=np.float64), c)  # the product is exact
+    return _fma32_exact(a, b, c) if r is None else r
+
+
+def float32_once(p: Any, c: Any) -> Any:
+    """p + c rounded once to float32, for float64 p and c (values of float32 or exact
+    products of them); None where that takes `_fma32_exact`. Rounding the float64 sum
+    to float32 rounds twice, which differs from rounding the exact sum only where the
+    float64 sum is inexact and lies on a float32 midpoint (the 29 bits below float32's
+    last are 1 then zeros) or below float32's normal range."""
     with np.errstate(all="ignore"):
-        t = np.multiply(a, b, dtype=np.float64) + c  # a NumPy scalar for 0-d operands
+        t = np.asarray(p + c)
         r = t.astype(_F32)
-        # Rounding t once more to float32 can differ from rounding the exact sum only
-        # where t is a float32 midpoint (the 29 bits below float32's last are 1 then
-        # zeros) or below float32's normal range; only then does the exact path run.
-        if np.any((np.asarray(t).view(np.uint64) & _LOW29) == _MID29) or (
-            np.any(np.abs(r) <= _TINY32) and np.any((np.abs(t) < _TINY32) & (t != 0))
-        ):
-            return _fma32_exact(a, b, c)
-    return r
+        suspect = (t.view(np.uint64) & _LOW29) == _MID29
+        if np.any(np.abs(r) <= _TINY32):
+            suspect |= (np.abs(t) < _TINY32) & (t != 0)
+        if np.any(suspect):  # an exact sum (TwoSum's error is zero) rounds once
+            ts = t[suspect]
+            ps = np.broadcast_to(p, t.shape)[suspect]
+            cs = np.broadcast_to(c, t.shape)[suspect]
+            bp = ts - ps
+            if np.any((ps - (ts - bp)) + (cs - bp) != 0):
+                return None
+    return r[()] if r.ndim == 0 else r
 
 
 _LOW29 = np.uint64((1 << 29) - 1)

@@ -19,12 +19,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import kernels32
 from .summation import GRAIN, thread_chunks, threads
 
 # AVX2 lanes per vector (PyTorch's default CPU capability): 8 floats, 4 doubles
 _VECTOR_BYTES = 32
 _SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's constant for float64
 _EXACT_MULTIPLIER = 2**26  # |b| below this: both halves of a * b are exact
+_EXACT_FLOAT32_MULTIPLIER = 2**29  # |b| below this: a float32 a times b is exact
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,6 +63,11 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: np.dtype) -> np.ndar
     multiply-add gives; a and c are values of `dtype`, b integers."""
     a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
     with np.errstate(all="ignore"):
+        if np.dtype(dtype) == np.float32 and np.all(np.abs(b) < _EXACT_FLOAT32_MULTIPLIER):
+            # a float32 a times an integer b below 2**29 is exact in float64
+            r = kernels32.float32_once(a * b, c)
+            if r is not None:
+                return r
         plain = a * b + c
         ok = np.isfinite(plain) & (np.abs(b) < _EXACT_MULTIPLIER) & (np.abs(a) < 1e290)
         r, rest = _fma64(np.where(ok, a, 0.0), np.where(ok, b, 0.0), np.where(ok, c, 0.0))
