@@ -405,13 +405,16 @@ class Pow(Function):
 
 
 def _pow_scalar(x: np.ndarray, e: Any) -> np.ndarray:
-    """x ** e as PyTorch's kernel computes it: products for 2, 3 and -2, its sqrt
-    kernel for 0.5 (MKL's, where PyTorch's is), 1 / sqrt for -0.5, 1 / x for -1 (so
-    (-0.) ** -0.5 is -inf, as 1 / -0.), otherwise its vectorized pow loop."""
+    """x ** e as PyTorch's kernel computes it: ones for 0 and a copy for 1 (ATen's
+    pow_out), products for 2, 3 and -2, its sqrt kernel for 0.5 (MKL's, where
+    PyTorch's is), 1 / sqrt for -0.5, 1 / x for -1 (so (-0.) ** -0.5 is -inf, as
+    1 / -0.), otherwise its vectorized pow loop."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if x.dtype.kind == "f":
             one = x.dtype.type(1)
             special = {
+                0: lambda: np.ones_like(x),
+                1: lambda: x.copy(),
                 2: lambda: x * x,
                 3: lambda: x * x * x,
                 -2: lambda: one / (x * x),

@@ -255,17 +255,16 @@ def _numerical_jacobian(
         for o in func_out
     ]
     for j, x in enumerate(diff_inputs):
-        flat = x.data_.reshape(-1)  # a view: writes reach the tensor
-        if not np.shares_memory(flat, x.data_):  # pragma: no cover - non-contiguous data
-            x.data_ = np.ascontiguousarray(x.data_)
-            flat = x.data_.reshape(-1)
-        for k in range(flat.size):
-            orig = flat[k].copy()
-            flat[k] = orig - eps
+        data = x.data_  # moved where it is: a view keeps sharing its base's memory
+        if not data.flags.writeable:  # a broadcast view: its own copy
+            data = x.data_ = np.array(data)
+        for k, at in enumerate(np.ndindex(data.shape)):  # PyTorch's order: C order
+            orig = data[at].copy()
+            data[at] = orig - eps
             outa = [o.data_.copy() for o in _outputs_of(func(*tupled))]
-            flat[k] = orig + eps
+            data[at] = orig + eps
             outb = [o.data_.copy() for o in _outputs_of(func(*tupled))]
-            flat[k] = orig
+            data[at] = orig
             for i, (a, b) in enumerate(zip(outa, outb, strict=True)):
                 with np.errstate(all="ignore"):
                     d = (b - a) / np.asarray(2 * eps, b.dtype)

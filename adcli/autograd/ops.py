@@ -401,6 +401,7 @@ def floor_divide(a: Any, b: Any) -> Tensor:
     ta, tb, dt = _binary(a, b)
     _check_int_divisor(ta, tb, dt)
     value = F.rounded_div(ta.data_.astype(dt), tb.data_.astype(dt), "floor")
+    value = iterator_result(value, (ta.data_, tb.data_), dt)
     return not_implemented("aten::floor_divide", value, ta, tb)
 
 
@@ -418,6 +419,7 @@ def remainder(a: Any, b: Any) -> Tensor:
         _check_int_divisor(ta, tb, dt)
         # a number % tensor has no derivative in PyTorch (NotImplemented grad_fn)
         value = F._remainder(ta.data_.astype(dt), tb.data_.astype(dt))
+        value = iterator_result(value, (ta.data_, tb.data_), dt)
         return not_implemented("aten::remainder", value, ta, tb)
     if isinstance(b, Tensor):
         return F.RemainderTensor.apply(ta, tb, dtype=dt)
