@@ -11,7 +11,7 @@ import pytest
 
 from adcli.lang.errors import AdError, ScriptRuntimeError, ScriptSyntaxError, format_diagnostic
 from adcli.lang.evaluator import Interpreter
-from adcli.lang.guard import Guards, get_attribute, make_print
+from adcli.lang.guard import Guards, get_attribute, make_print, set_attribute
 from adcli.lang.host import Host, Limits, Namespace
 from adcli.lang.parser import parse
 from adcli.lang.source import Source
@@ -442,9 +442,10 @@ def test_get_attribute_directly() -> None:
 
 
 class NodeLike:
-    """A host class listing one `_saved_*` name, as autograd nodes do."""
+    """A host class listing single-underscore names, as autograd nodes (`_saved_*`)
+    and tensors (`_version`, `_base`) do, and one dunder name, which stays refused."""
 
-    __ad_attrs__ = frozenset({"_saved_self", "name"})
+    __ad_attrs__ = frozenset({"_saved_self", "name", "__dict__"})
 
     def __init__(self) -> None:
         self._saved_self = 1
@@ -462,7 +463,7 @@ def _run_with_node(code: str) -> str:
     return buf.getvalue()
 
 
-def test_declared_saved_names_are_the_only_underscore_exception() -> None:
+def test_declared_single_underscore_names_are_the_only_exception() -> None:
     assert _run_with_node("print(node._saved_self)\n") == "1\n"
     for code, kind in [
         ("node._saved_other\n", "SandboxError"),  # not declared by the class
@@ -472,10 +473,27 @@ def test_declared_saved_names_are_the_only_underscore_exception() -> None:
         ("(1)._saved_self\n", "SandboxError"),  # int declares nothing
         ("del node._saved_self\n", "SandboxError"),
         ("node._saved_self = 5\n", "AttributeError"),  # read-only
+        ("node.__dict__\n", "SandboxError"),  # a declared dunder is still a dunder
+        ("getattr(node, '__dict__')\n", "SandboxError"),
     ]:
         with pytest.raises((ScriptRuntimeError, ScriptSyntaxError)) as info:
             _run_with_node(code)
         assert info.value.kind == kind, (code, info.value.message)
+
+
+def test_tensor_version_and_base_are_readable_and_nothing_else() -> None:
+    from adcli.autograd import ops
+
+    x = ops.tensor([1.0, 2.0])
+    view = x[1:]
+    guards = Guards(Limits())
+    assert get_attribute(view, "_base", guards) is x
+    assert get_attribute(view, "_version", guards) == 0
+    for name in ("_vc", "_view_version", "_grad_fn", "__class__", "_make"):
+        with pytest.raises((AdError, AttributeError)):
+            get_attribute(view, name, guards)
+    with pytest.raises(AttributeError, match="of 'torch._C.TensorBase' objects is not writable"):
+        set_attribute(view, "_version", 3)
 
 
 def test_saved_attributes_of_real_nodes_are_readable_and_nothing_else() -> None:

@@ -24,9 +24,11 @@ libgomp cannot be loaded, on one thread.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -163,7 +165,51 @@ def _load() -> _Mkl | None:
 @functools.cache
 def library() -> _Mkl | None:
     """MKL loaded and set up (once), or None where it is not installed."""
-    return _load()
+    with _library_headroom():
+        mkl = _load()
+        if mkl is not None:
+            _warm_up(mkl)
+    return mkl
+
+
+@contextlib.contextmanager
+def _library_headroom() -> Iterator[None]:
+    """Raise the address-space soft limit to the hard one while MKL maps its libraries.
+    MKL loads its CPU-specific kernels at the first call, and ends the process (a
+    fatal error on stdout) when it cannot map them; under a memory budget
+    (adcli.core.isolation) the hard limit keeps room for that."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - no rlimits here
+        yield
+        return
+    raised = soft != hard
+    if raised:
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    try:
+        yield
+    finally:
+        if raised:
+            resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _warm_up(mkl: _Mkl) -> None:
+    """One tiny call of each kind adcli makes, so that MKL loads its kernel libraries
+    now (inside the headroom) rather than at a script's first large product."""
+    one = np.ones((1, 1), _F32)
+    out = np.zeros((1, 1), _F32)
+    n, a, b = _int(1), _float(1.0), _float(0.0)
+    mkl.sgemm(b"n", b"n", n, n, n, a, one.ctypes.data, n, one.ctypes.data, n, b, out.ctypes.data, n)
+    d1, d_out = np.ones((1, 1)), np.zeros((1, 1))
+    da, db = _double(1.0), _double(0.0)
+    mkl.dgemm(
+        b"n", b"n", n, n, n, da, d1.ctypes.data, n, d1.ctypes.data, n, db, d_out.ctypes.data, n
+    )
+    for dt in (_F32, np.dtype(np.float64)):
+        x, r = np.ones(1, dt), np.zeros(1, dt)
+        mkl.vml("exp", dt)(1, x.ctypes.data, r.ctypes.data, _VML_MODE)
 
 
 def available() -> bool:

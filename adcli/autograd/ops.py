@@ -4639,7 +4639,8 @@ def _bind_methods() -> None:
     conform_methods(Tensor)  # PyTorch's keyword names (x.add(other=y), x.view(size=...))
     # What scripts may read on a tensor (the sandbox refuses everything else).
     Tensor.__ad_attrs__ = frozenset(
-        n for n in dir(Tensor) if not n.startswith("_") and n != "data_"
+        [n for n in dir(Tensor) if not n.startswith("_") and n != "data_"]
+        + ["_version", "_base"]  # PyTorch's documented looks at in-place changes and views
     )
 
 

@@ -1188,6 +1188,7 @@ _node.Tensor = Tensor  # Function.apply makes tensors (node.py cannot import thi
 # ops.py once it has bound the operation methods.
 Tensor.__ad_settable__ = frozenset({"grad", "requires_grad", "data"})
 Tensor.__module__ = "torch"  # print(type(x)) shows <class 'torch.Tensor'>, as in PyTorch
+Tensor.__ad_owner__ = "torch._C.TensorBase"  # where PyTorch's read-only attributes live
 Size.__module__ = "torch"
 # NumPy operators (`np.float64(2) * x`, `arr + x`) leave tensors to Tensor's own operators
 Tensor.__array_ufunc__ = None

@@ -57,6 +57,7 @@ __all__ = [
 DEFAULT_RUN_TIMEOUT = 60.0
 DEFAULT_TEST_TIMEOUT = 10.0
 DEFAULT_MAX_MEMORY = 4 * 1024**3
+LIBRARY_HEADROOM = 1024**3  # address space for mapping libraries loaded late (MKL's)
 DEFAULT_CAPTURE_LIMIT = 16 * 1024**2  # what one `adcli test` script may print
 
 STOPPED = "the script was stopped: "
@@ -255,7 +256,10 @@ def _set_limits(budget: Budget) -> None:
         # On top of what is mapped now (the interpreter, NumPy, BLAS buffers), so
         # the figure means the same whatever adcli itself happened to map.
         size = _mapped_bytes() + budget.max_memory
-        limit(resource.RLIMIT_AS, size, size)
+        # the hard limit leaves room for loading MKL's libraries when a script first
+        # needs them (adcli.autograd.mkl raises its soft limit for that alone): under
+        # a budget nearly used up, MKL could not map them and would end the process
+        limit(resource.RLIMIT_AS, size, size + LIBRARY_HEADROOM)
     if budget.timeout:
         # A backstop for a parent that is itself killed: the wall clock is the real
         # budget. BLAS may keep every CPU busy, so CPU time may run faster than it.

@@ -9,9 +9,9 @@ modules, files or dunders):
   class's ``__name__`` (``type(e).__name__``), on ``super()`` the dunder
   methods a script class may define (``super().__init__(...)``), and
   single-underscore names a script sets or defines on its own instances and
-  classes (``self._prev``; see `script_name_ok`), and reading a ``_saved_*``
+  classes (``self._prev``; see `script_name_ok`), and reading a single-underscore
   name a host class lists in ``__ad_attrs__`` (PyTorch's ``grad_fn._saved_self``
-  and friends, see adcli/autograd/saved_attrs.py).
+  and friends, see adcli/autograd/saved_attrs.py; ``x._version``, ``x._base``).
 - Reading ``obj.name`` needs ``name in type(obj).__ad_attrs__`` (declared by
   the host's classes), or `obj` to be a `Namespace`, or a whitelisted method
   of a plain list/dict/str/tuple, or `obj` to be an instance (or a class)
@@ -564,11 +564,9 @@ def _unbound_method(cls: type, name: str, fn: Callable[..., Any]) -> Callable[..
 
 def _public_type(obj: Any, name: str) -> type:
     """type(obj), after refusing any name starting with an underscore, except the
-    one documented exception: `_saved_*` names a host class lists in its
-    ``__ad_attrs__`` (the saved values of autograd nodes, `grad_fn._saved_self`)."""
-    if name[:1] == "_" and not (
-        name.startswith("_saved_") and _declares(type(obj), "__ad_attrs__", name)
-    ):
+    one documented exception: single-underscore names a host class lists in its
+    ``__ad_attrs__`` (PyTorch's `grad_fn._saved_self`, `x._version`, `x._base`)."""
+    if name[:1] == "_" and not (name[:2] != "__" and _declares(type(obj), "__ad_attrs__", name)):
         raise refuse_private(name)
     return type(obj)
 
@@ -614,7 +612,9 @@ def set_attribute(obj: Any, name: str, value: Any) -> None:
         return
     readable = getattr(t, "__ad_attrs__", None)
     if _declares(t, "__ad_attrs__", name):
-        raise AttributeError(f"attribute '{name}' of '{t.__name__}' objects is not writable")
+        # (`__ad_owner__`: the class PyTorch names, where its attribute lives elsewhere)
+        owner = getattr(t, "__ad_owner__", t.__name__)
+        raise AttributeError(f"attribute '{name}' of '{owner}' objects is not writable")
     if readable is not None or t in (int, float, str, bool, list, tuple, dict, type(None)):
         raise AttributeError(f"'{t.__name__}' object has no attribute '{name}'")
     raise SandboxError(f"cannot set attribute '{name}' of '{t.__name__}' objects in adcli scripts")
