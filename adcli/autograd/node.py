@@ -226,7 +226,16 @@ _ANOMALY_HINT = (
 )
 
 
-class Node:
+class _NodeType(type):
+    """Node classes print as PyTorch's C++ node types: `<class 'MulBackward0'>`."""
+
+    def __repr__(cls) -> str:
+        if cls.__module__ == "builtins":  # (type's own repr would show `__name__`)
+            return f"<class '{cls.__qualname__}'>"
+        return type.__repr__(cls)
+
+
+class Node(metaclass=_NodeType):
     """What every `grad_fn` has: a name, edges to the next nodes, hooks."""
 
     __slots__ = (
@@ -334,6 +343,15 @@ class AccumulateGrad(Node):
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
+def _printed_as_pytorch(cls: type) -> None:
+    """A node class as a script sees it: `type(y.grad_fn).__name__` is PyTorch's node
+    name and `print(type(y.grad_fn))` shows `<class 'MulBackward0'>` (PyTorch's node
+    classes are C++ types without a module); `__name__` stays adcli's own."""
+    cls.__ad_type_name__ = cls.grad_fn_name  # type: ignore[attr-defined]
+    cls.__qualname__ = cls.grad_fn_name  # type: ignore[attr-defined]
+    cls.__module__ = "builtins"
+
+
 class Function(Node):
     """Base of every differentiable operation.
 
@@ -370,8 +388,7 @@ class Function(Node):
                 setattr(cls, meth, staticmethod(f))
         if "grad_fn_name" in cls.__dict__:
             Function.registry[cls.__name__] = cls
-            # what `type(y.grad_fn).__name__` says in a script, as in PyTorch
-            cls.__ad_type_name__ = cls.grad_fn_name
+            _printed_as_pytorch(cls)
 
     @staticmethod
     def forward(ctx: Function, *args: Any, **params: Any) -> Any:  # pragma: no cover
@@ -619,6 +636,7 @@ class Freed:
 
 
 _FREED = Freed(None)
+_printed_as_pytorch(AccumulateGrad)
 _OUTPUT = object()  # where `apply` puts the saved output (see save_output)
 _SAVE_OUTPUT = (_OUTPUT,)
 #: two-operand nodes whose formulas for both operands use a saved tensor
