@@ -213,8 +213,8 @@ def test_pre_2018_tutorial_fails_where_torch_fails() -> None:
             "AttributeError: adcli does not support torch.nn.Conv3d: adcli has 1-d and 2-d convolutions only",
         ),
         (
-            "import torch.nn as nn\nnn.LSTM\n",
-            "adcli does not support torch.nn.LSTM: recurrent layers",
+            "import torch.nn as nn\nnn.MaxPool1d\n",
+            "adcli does not support torch.nn.MaxPool1d: adcli has 2-d max and average pooling",
         ),
         (
             "import torch\ntorch.save({}, 'm.pt')\n",

@@ -27,7 +27,6 @@ from .summation import GRAIN, threads
 
 _F32 = np.float32
 _LANES = 8  # float32 lanes in an AVX2 vector
-_BLOCK = 2 * _LANES  # PyTorch's vectorized loop takes two vectors per step
 
 
 def rounded(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -204,19 +203,29 @@ def sleef_expf(d: np.ndarray) -> np.ndarray:
 def simd_mask(x: np.ndarray) -> np.ndarray | bool:
     """True where PyTorch's vectorized loop computes element i of a unary op on x in
     its SIMD body: contiguous x is one run per thread's chunk, whose last
-    (length % 16) elements form the scalar tail; other layouts go element by element."""
+    (length % block) elements form the scalar tail, a block being two vectors (16
+    floats with AVX2, 32 with AVX512); other layouts go element by element, and so
+    does everything without SIMD (DEFAULT)."""
     n = x.size
-    if not x.flags.c_contiguous or n == 0:
+    block = simd_block()
+    if not x.flags.c_contiguous or n == 0 or block == 0:
         return False
     idx = np.arange(n)
     nthreads = threads()
     if n < GRAIN or nthreads == 1:
-        return (idx < n - n % _BLOCK).reshape(x.shape)
+        return (idx < n - n % block).reshape(x.shape)
     used = min(nthreads, -(-n // GRAIN))
     size = -(-n // used)
     start = idx - idx % size
     length = np.minimum(size, n - start)
-    return (idx - start < length - length % _BLOCK).reshape(x.shape)
+    return (idx - start < length - length % block).reshape(x.shape)
+
+
+def simd_block() -> int:
+    """Float32 elements per step of PyTorch's vectorized unary loops here (two vectors:
+    16 with AVX2, 32 with AVX512); 0 without SIMD (DEFAULT), where every element
+    takes the scalar path."""
+    return 0 if cpu_capability() == "DEFAULT" else 2 * vector_lanes()
 
 
 def _by_path(

@@ -12,7 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..autograd import convops, ops, pooling
-from . import activation, containers, conv, init, layers, loss, normalization, stateless, utils
+from . import (
+    activation,
+    containers,
+    conv,
+    init,
+    layers,
+    loss,
+    normalization,
+    rnn,
+    stateless,
+    utils,
+)
 from .module import Module
 from .parameter import Parameter
 
@@ -36,6 +47,7 @@ MODULE_CLASSES: tuple[type[Module], ...] = (
     conv.MaxPool2d,
     conv.AvgPool2d,
     *normalization.MODULES,
+    *rnn.MODULES,
     activation.ReLU,
     activation.LeakyReLU,
     activation.PReLU,

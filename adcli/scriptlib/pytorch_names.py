@@ -474,10 +474,6 @@ _NO_NORM = (
     "BatchNorm1d, BatchNorm2d, GroupNorm or InstanceNorm1d/2d, or normalise with mean() "
     "and var()"
 )
-_NO_RNN = (
-    "recurrent layers are not available in adcli: write the recurrence with torch.nn.Linear "
-    "in a for loop"
-)
 _NO_FILES = "adcli scripts cannot read or write files"
 _NO_DATA = (
     "adcli's torch.utils.data has Dataset (to derive from), TensorDataset, Subset, "
@@ -505,7 +501,6 @@ for _module, _names, _hint in (
     ("torch.nn.functional", "max_pool1d avg_pool1d", _NO_POOL),
     ("torch.nn", "BatchNorm3d InstanceNorm3d LocalResponseNorm RMSNorm", _NO_NORM),
     ("torch.nn.functional", "local_response_norm rms_norm", _NO_NORM),
-    ("torch.nn", "RNN LSTM GRU RNNCell LSTMCell GRUCell", _NO_RNN),
 ):
     ALTERNATIVES.update({f"{_module}.{n}": _hint for n in _names.split()})
 
