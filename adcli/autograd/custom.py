@@ -35,6 +35,7 @@ from .node import (
     SavedTensorError,
     _intern_meta,
     _version_message,
+    printed_as_pytorch,
 )
 from .node import Function as _OpNode
 from .tensor import Tensor, _register_retain
@@ -517,6 +518,7 @@ class DelayedError(_OpNode):
 # PyTorch's class name; set after the class exists, so the op registry does not list it
 type.__setattr__(DelayedError, "grad_fn_name", "Error")
 type.__setattr__(DelayedError, "__name__", "Error")
+printed_as_pytorch(DelayedError)
 
 
 def once_differentiable(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -17,7 +17,7 @@ import numpy as np
 from . import engine, ops
 from .config import check_numel
 from .config import config as engine_config
-from .node import Function
+from .node import Function, printed_as_pytorch
 from .tensor import Tensor
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck", "muted"]
@@ -207,6 +207,7 @@ class UndefinedGrad(Function):
 
 # PyTorch's node name, set after the class exists so the op registry does not list it
 type.__setattr__(UndefinedGrad, "grad_fn_name", "UndefinedGradBackward")
+printed_as_pytorch(UndefinedGrad)
 
 
 def _undefined_grad_outputs(

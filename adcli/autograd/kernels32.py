@@ -240,7 +240,7 @@ def _by_path(
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)): SLEEF's exp in the SIMD body, the C library's in the tail."""
+    """1 / (1 + exp(-x)): SLEEF's exp in the SIMD body, glibc's expf in the tail."""
     one = x.dtype.type(1)
     with np.errstate(over="ignore"):
         if x.dtype != _F32:
@@ -248,7 +248,7 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
         return _by_path(
             x,
             lambda: one / (sleef_expf(_F32(0) - x) + one),
-            lambda: one / (one + rounded(np.exp, -x)),
+            lambda: one / (one + libc_expf(-x)),
         )
 
 
@@ -261,7 +261,7 @@ def silu(x: np.ndarray) -> np.ndarray:
         return _by_path(
             x,
             lambda: x / (one + sleef_expf(-x)),
-            lambda: x / (one + rounded(np.exp, -x)),
+            lambda: x / (one + libc_expf(-x)),
         )
 
 
@@ -356,7 +356,7 @@ def softmax(x: np.ndarray, dim: int) -> np.ndarray:
         inner = x.shape[dim + 1 :]
         vec = vector_positions(math.prod(x.shape[:dim]), math.prod(inner), vector_lanes())
         vec = vec.reshape(x.shape[:dim] + (1,) + inner)
-        e = np.where(vec, sleef_expf(d), rounded(np.exp, d))
+        e = np.where(vec, sleef_expf(d), libc_expf(d))
         cols = np.moveaxis(e, dim, 0).reshape(x.shape[dim], -1)
         # whole rows added in order (a single column: accumulate, never pairwise)
         total = np.add.reduce(cols, axis=0) if cols.shape[1] > 1 else np.add.accumulate(cols)[-1]
@@ -390,30 +390,96 @@ def softmax_backward_lastdim(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (g - _lanes_dot(g, y, fused_tail)[..., np.newaxis]) * y
 
 
+# glibc's expf (the C library's; x86-64 machines with FMA run its FMA build):
+# x * 32 / ln 2 = k + r with k an integer, exp(x) = 2**(k / 32) * p(r), 2**(k / 32)
+# from a table of 32 doubles (2**(i / 32) rounded to double, the exponent added) and
+# p a cubic, in float64 with fused multiply-adds (r = x * 32 / ln 2 - k is one too),
+# then one rounding to float32: nearly always the correctly rounded result, but not
+# always (measured: 0.06% of elements differ from `rounded(np.exp, .)`; this matches
+# glibc 2.36's expf on 1.6e8 random float32 arguments).
+_EXPF_N = 32
+_EXPF_TAB = np.exp2(np.arange(_EXPF_N) / _EXPF_N).view(np.int64) - (
+    np.arange(_EXPF_N, dtype=np.int64) << 47
+)
+_EXPF_INV = float.fromhex("0x1.71547652b82fep+0") * _EXPF_N
+_EXPF_POLY = tuple(
+    float.fromhex(c) / _EXPF_N**i
+    for c, i in (
+        ("0x1.c6af84b912394p-5", 3),
+        ("0x1.ebfce50fac4f3p-3", 2),
+        ("0x1.62e42ff0c52d6p-1", 1),
+    )
+)
+
+
+def libc_expf(x: np.ndarray) -> np.ndarray:
+    """exp of float32 x as glibc's `expf` rounds it (PyTorch's scalar `std::exp`)."""
+    with np.errstate(all="ignore"):
+        xd = x.astype(np.float64)
+        kd = np.rint(_EXPF_INV * xd)
+        r = _fma64(np.full_like(xd, _EXPF_INV), xd, -kd)  # the compiler fuses it
+        k = np.nan_to_num(kd).astype(np.int64)
+        s = (_EXPF_TAB[k & (_EXPF_N - 1)] + (k << 47)).view(np.float64)
+        c0, c1, c2 = (np.full_like(r, c) for c in _EXPF_POLY)
+        y = _fma64(_fma64(c0, r, c1), r * r, _fma64(c2, r, np.ones_like(r)))
+        out = (y * s).astype(_F32)
+        if x.size and not (x.min() >= -103 and x.max() <= 88):  # beyond, NaN, infinities
+            out = np.where(x < float.fromhex("-0x1.9fe368p6"), _F32(0), out)
+            out = np.where(x > float.fromhex("0x1.62e42ep6"), _F32(np.inf), out)
+            out = np.where(np.isnan(x), x, out)
+        return out
+
+
+def chunk_vector_positions(dim_size: int, inner: tuple[int, ...]) -> np.ndarray:
+    """True for each inner position (an array of shape `inner`) that PyTorch's
+    `_vec_logsoftmax` and `_vec_log_softmax_backward` (a dim other than the last)
+    compute in a whole vector. They cut the inner positions into chunks of
+    128 KiB / (4 * dim_size) floats, rounded down to whole vectors and at least one
+    vector; each chunk goes to one thread whole (so the thread count changes
+    nothing), its whole vectors in SIMD and its last (size % lanes) positions one
+    at a time."""
+    lanes = vector_lanes()
+    chunk = max(32768 // dim_size, lanes) // lanes * lanes
+    pos = np.arange(math.prod(inner))
+    start = pos - pos % chunk
+    size = np.minimum(chunk, pos.size - start)
+    return (pos - start < size - size % lanes).reshape(inner)
+
+
+def _chunk_exp(v: np.ndarray, dim: int) -> np.ndarray:
+    """exp of float32 v (a dim other than the last) by SLEEF where
+    `chunk_vector_positions` says a whole vector is taken, by glibc's `expf` (scalar
+    `std::exp`) elsewhere."""
+    e = sleef_expf(v)
+    scalar = ~np.broadcast_to(chunk_vector_positions(v.shape[dim], v.shape[dim + 1 :]), v.shape)
+    if np.any(scalar):
+        e[scalar] = libc_expf(v[scalar])
+    return e
+
+
 def log_softmax_dim(x: np.ndarray, dim: int) -> np.ndarray:
     """(x - max) - log(sum(exp(x - max))) along a dim other than the last of a float32
-    x: each position's sum in order, SLEEF's exp in whole vectors of the inner
-    positions, the C library's for the rest, then its log (measured, AVX2: 99.5%
-    bit-equal, against 98.6% for NumPy's float32 functions)."""
+    x, as PyTorch's `_vec_logsoftmax`: each position's sum from 0 in order, of SLEEF's
+    exp where `chunk_vector_positions` says a whole vector is taken and the C
+    library's for the rest; then SLEEF's log of every sum (its vectorized `map`
+    takes a chunk's tail as one partial vector). Measured bit-equal, AVX2 and
+    AVX512."""
     dim %= x.ndim
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         d = x - np.max(x, axis=dim, keepdims=True)
-        inner = x.shape[dim + 1 :]
-        n_inner = int(np.prod(inner))
-        vec = np.arange(n_inner).reshape(inner) < n_inner - n_inner % _LANES
-        e = np.where(vec, sleef_expf(d), rounded(np.exp, d))
-        total = np.add.accumulate(e, axis=dim).take([-1], axis=dim)
-        return d - rounded(np.log, total)
+        total = np.add.accumulate(_chunk_exp(d, dim), axis=dim).take([-1], axis=dim)
+        return d - sleef_logf(total)
 
 
 def log_softmax_backward(g: np.ndarray, y: np.ndarray, dim: int) -> np.ndarray:
     """g - exp(y) * sum(g) along `dim` for float32 arrays with at least one element
     and one dim, as PyTorch's CPU kernels compute it: along the last dim
-    (`_vec_log_softmax_backward`) the sum as `vec::reduce_all` adds it and the exp
-    of every element SLEEF's; along another dim each position's sum in order from
-    +0. and SLEEF's exp in whole vectors of the inner positions, the C library's for
-    the rest; then one fused multiply-add (measured, AVX2: bit-equal). Float64:
-    `softmax64.log_softmax_backward`."""
+    (`_vec_host_softmax_backward_lastdim`) the sum as `vec::reduce_all` adds it and
+    the exp of every element SLEEF's; along another dim (`_vec_log_softmax_backward`)
+    each position's sum in order from +0. and SLEEF's exp where
+    `chunk_vector_positions` says a whole vector is taken, the C library's for the
+    rest; then one fused multiply-add, in SIMD and scalar code alike (measured,
+    AVX2 and AVX512: bit-equal). Float64: `softmax64.log_softmax_backward`."""
     dim %= g.ndim
     with np.errstate(over="ignore", invalid="ignore"):
         if dim == g.ndim - 1:
@@ -421,10 +487,7 @@ def log_softmax_backward(g: np.ndarray, y: np.ndarray, dim: int) -> np.ndarray:
             e = sleef_expf(y)
         else:
             total = np.add.accumulate(g, axis=dim).take([-1], axis=dim) + g.dtype.type(0)
-            inner = g.shape[dim + 1 :]
-            n_inner = int(np.prod(inner))
-            vec = np.arange(n_inner).reshape(inner) < n_inner - n_inner % _LANES
-            e = np.where(vec, sleef_expf(y), rounded(np.exp, y))
+            e = _chunk_exp(y, dim)
         return fma(-e, np.broadcast_to(total, e.shape), g)
 
 

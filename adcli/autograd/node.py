@@ -343,7 +343,7 @@ class AccumulateGrad(Node):
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
-def _printed_as_pytorch(cls: type) -> None:
+def printed_as_pytorch(cls: type) -> None:
     """A node class as a script sees it: `type(y.grad_fn).__name__` is PyTorch's node
     name and `print(type(y.grad_fn))` shows `<class 'MulBackward0'>` (PyTorch's node
     classes are C++ types without a module); `__name__` stays adcli's own."""
@@ -388,7 +388,8 @@ class Function(Node):
                 setattr(cls, meth, staticmethod(f))
         if "grad_fn_name" in cls.__dict__:
             Function.registry[cls.__name__] = cls
-            _printed_as_pytorch(cls)
+        if cls.__module__.startswith("adcli."):  # (not a script's Function's node class)
+            printed_as_pytorch(cls)
 
     @staticmethod
     def forward(ctx: Function, *args: Any, **params: Any) -> Any:  # pragma: no cover
@@ -636,7 +637,7 @@ class Freed:
 
 
 _FREED = Freed(None)
-_printed_as_pytorch(AccumulateGrad)
+printed_as_pytorch(AccumulateGrad)
 _OUTPUT = object()  # where `apply` puts the saved output (see save_output)
 _SAVE_OUTPUT = (_OUTPUT,)
 #: two-operand nodes whose formulas for both operands use a saved tensor

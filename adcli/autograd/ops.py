@@ -4493,6 +4493,14 @@ def _inplace_unary(fn: Any) -> Any:
     return method
 
 
+def _relu_(a: Tensor) -> Tensor:
+    """x.relu_(): PyTorch refuses a bool tensor before it checks the write (an
+    expanded bool tensor names its dtype, not its overlapping memory)."""
+    if a.data_.dtype == np.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return a._inplace(relu)
+
+
 def _random_fill(a: Tensor, what: str, draw: Any) -> Tensor:
     """Write `draw(shape, dtype name)` into `a` in place (x.uniform_(), x.normal_():
     PyTorch's random numbers, as nn.init uses them)."""
@@ -4561,7 +4569,7 @@ EXTRA_METHODS: dict[str, Any] = {
     "allclose": lambda a, other, rtol=1e-5, atol=1e-8, equal_nan=False: allclose(
         a, other, rtol, atol, equal_nan, True
     ),
-    "relu_": _inplace_unary(relu),
+    "relu_": _relu_,
     "sigmoid_": _inplace_unary(sigmoid),
     "tanh_": _inplace_unary(tanh),
     "abs_": _inplace_unary(abs),

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.config import config
-from ..autograd.node import Function
+from ..autograd.node import Function, printed_as_pytorch
 from ..autograd.tensor import Tensor
 
 NO_INPUT_WARNING = (
@@ -47,6 +47,8 @@ class BackwardHookFunction(Function):
 # Set after the class statement: not an operation of the table, so it stays out of
 # Function.registry (which tests/test_ops.py covers case by case).
 BackwardHookFunction.grad_fn_name = "BackwardHookFunctionBackward"
+printed_as_pytorch(BackwardHookFunction)
+BackwardHookFunction.__module__ = "torch.autograd.function"  # a Python Function's node
 
 
 def _zeros(shape_dtype: tuple[tuple[int, ...], np.dtype]) -> Tensor:
