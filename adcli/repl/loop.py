@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from adcli.core.allocator import keep_freed_memory
 from adcli.core.options import RunOptions
 from adcli.lang.errors import AdError, ScriptRuntimeError, format_diagnostic
 
@@ -301,6 +302,7 @@ class Repl:
             on_formula=self._on_formula,
         )
         opts = self.options
+        keep_freed_memory()  # as for `adcli run`: large temporaries reuse freed memory
         self.session = Session(
             Output(self._write_out, self._write_err),
             hooks,
