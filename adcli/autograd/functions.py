@@ -1829,6 +1829,42 @@ class MinDim(_SelectingReduction):
         return _select_dim(ctx, a, dim, keepdim, np.argmin)
 
 
+def _select_at(ctx: Function, a: Tensor, dim: int, index: np.ndarray) -> np.ndarray:
+    """topk/sort: the values at `index` along `dim`, the indices kept for backward
+    (their shape is the result's, so the backward scatters as keepdim=True)."""
+    x = a.data_
+    ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, True
+    if x.ndim == 0:  # a 0-d tensor sorts to itself, at index 0
+        return _select_0d(ctx, x)
+    ctx.indices = index
+    _keep_indices(ctx, index)
+    return np.take_along_axis(x, index, dim)
+
+
+class TopK(_SelectingReduction):
+    """the k largest/smallest along `dim` (values; indices kept on the node)"""
+
+    grad_fn_name = "TopkBackward0"
+
+    def forward(ctx, a, dim, index):
+        return _select_at(ctx, a, dim, index)
+
+
+class Sort(_SelectingReduction):
+    """sorted along `dim` (values; indices kept on the node)"""
+
+    grad_fn_name = "SortBackward0"
+
+    def forward(ctx, a, dim, index):
+        return _select_at(ctx, a, dim, index)
+
+
+class SortStable(Sort):
+    """sort called with `stable=` (PyTorch's sort.stable overload)"""
+
+    grad_fn_name = "SortBackward1"
+
+
 class _AmaxAmin(Function):
     contiguous_result = True
 

@@ -23,6 +23,7 @@ from . import node as _node
 from . import profiler as _profiler
 from . import profiler_names as _names
 from . import sampling as _sampling
+from . import sorting as _sorting
 from . import tensor as _tensor_module
 from .budget import check_broadcast, check_shape
 from .config import check_numel
@@ -1231,6 +1232,53 @@ def min(
 ) -> Any:
     """Min of all elements; `(values, indices)` along dim; elementwise with a tensor."""
     return _extreme("min", a, dim, keepdim, other, _method)
+
+
+def _selected(kind: str, fn: Any, a: Tensor, dim: int, index: np.ndarray) -> _ReturnTypes:
+    """topk/sort's `(values, indices)`: the indices are the tensor the node saved
+    (so changing them in place fails the backward, as in PyTorch)."""
+    values = fn.apply(a, dim=dim, index=index)
+    node = values._grad_fn
+    if node is not None:
+        return _ReturnTypes(kind, values, node.index_output)
+    return _ReturnTypes(kind, values, Tensor._make(index))
+
+
+def topk(
+    a: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> _ReturnTypes:
+    """The k largest (or smallest) along dim, with their indices; PyTorch's CPU order."""
+    d = _norm_dim(int(dim), a.data_.ndim)
+    if a.data_.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
+    size = a.data_.shape[d] if a.data_.ndim else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    if a.data_.ndim == 0:
+        index = np.zeros((), np.int64)
+    else:
+        index = _sorting.topk_order(a.data_, d, int(k), bool(largest), bool(sorted))
+    return _selected("topk", F.TopK, a, d, index)
+
+
+#: `stable` not given: PyTorch's `sort` overload (SortBackward0); given, even as
+#: None, it is the `sort.stable` overload (SortBackward1), the same stable sort.
+_NO_STABLE: Any = object()
+
+
+def sort(
+    a: Tensor, dim: int = -1, descending: bool = False, stable: Any = _NO_STABLE
+) -> _ReturnTypes:
+    """Sorted along dim, with the indices; always stable on the CPU, as in PyTorch."""
+    d = _norm_dim(int(dim), a.data_.ndim)
+    index = _sorting.sort_order(a.data_, d, bool(descending), stable is True)
+    return _selected("sort", F.Sort if stable is _NO_STABLE else F.SortStable, a, d, index)
+
+
+def argsort(a: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort along dim (int64)."""
+    d = _norm_dim(int(dim), a.data_.ndim)
+    return Tensor._make(_sorting.sort_order(a.data_, d, bool(descending), bool(stable)))
 
 
 def _amax_dims(name: str, a: Tensor, dim: Any) -> tuple[int, ...]:
@@ -4418,7 +4466,7 @@ TENSOR_METHODS = (
     "clone eq ne gt ge lt le equal allclose isnan isinf isfinite all any maximum minimum "
     "logical_not bmm addmm floor_divide remainder "
     "scatter scatter_add index_fill index_add index_copy index_put logcumsumexp fmod "
-    "clamp_min clamp_max index_select"
+    "clamp_min clamp_max index_select topk sort argsort"
 ).split()
 
 

@@ -47,7 +47,8 @@ FUNCTIONS: dict[str, str] = {
         "asin acos atan arcsin arccos arctan rsqrt "
         "asin_ acos_ atan_ arcsin_ arccos_ arctan_ rsqrt_ "
         "abs_ exp_ log_ log1p_ sqrt_ sin_ cos_ tan_ tanh_ sigmoid_ relu_ floor_ ceil_ "
-        "square_ reciprocal_ neg_ negative_ round_ clamp_ clip_ clamp_min_ clamp_max_ index_put_",
+        "square_ reciprocal_ neg_ negative_ round_ clamp_ clip_ clamp_min_ clamp_max_ index_put_ "
+        "topk sort argsort",
         "input",
     ),
     **_names(

@@ -55,7 +55,8 @@ TORCH_OPS = (
     "equal allclose isnan isinf isfinite all any clone floor_divide remainder logical_not "
     "bmm addmm dropout bilinear prelu "
     "scatter scatter_add index_fill index_add index_copy index_put logcumsumexp fmod "
-    "clamp_min clamp_max index_select asin acos atan arcsin arccos arctan rsqrt"
+    "clamp_min clamp_max index_select asin acos atan arcsin arccos arctan rsqrt "
+    "topk sort argsort"
 ).split()
 
 FUNCTIONAL_OPS = (

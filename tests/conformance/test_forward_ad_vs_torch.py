@@ -137,6 +137,10 @@ CASES: list[Case] = [
     ("min", [S], lambda T, x: x.min()),
     ("max_dim", [S], lambda T, x: x.max(1).values),
     ("min_dim_keep", [S], lambda T, x: x.min(0, keepdim=True)[0]),
+    ("topk", [S], lambda T, x: x.topk(2).values),
+    ("topk_dim0", [S], lambda T, x: T.topk(x, 2, dim=0, largest=False)[0]),
+    ("sort", [S], lambda T, x: x.sort(0, True).values),
+    ("sort_stable", [S], lambda T, x: T.sort(x, stable=True)[0]),
     ("amax", [S], lambda T, x: x.amax(1)),
     ("amin", [S], lambda T, x: x.amin(0)),
     ("norm", [S], lambda T, x: x.norm()),
@@ -274,6 +278,8 @@ CASES: list[Case] = [
     ("grad_nll", [S], lambda T, x: _gr(
         T, lambda v: T.F.nll_loss(v.log_softmax(1), T.tensor([0, 3, 1])), x)),
     ("grad_max_dim", [S], lambda T, x: _gr(T, lambda v: v.max(1).values * v[:, 0], x)),
+    ("grad_topk", [S], lambda T, x: _gr(T, lambda v: v.topk(2).values * v[:, :2], x)),
+    ("grad_sort", [S], lambda T, x: _gr(T, lambda v: v.sort(1)[0] ** 2, x)),
     ("grad_gather", [S], lambda T, x: _gr(
         T, lambda v: T.gather(v, 1, T.tensor([[0, 3], [1, 1], [2, 0]])) ** 2, x)),
     ("grad_index", [S], lambda T, x: _gr(T, lambda v: v[T.tensor([2, 0, 2])] ** 2, x)),
