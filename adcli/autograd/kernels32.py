@@ -229,9 +229,12 @@ def simd_block() -> int:
 
 
 def _by_path(
-    x: np.ndarray, vector: Callable[[], np.ndarray], scalar: Callable[[], np.ndarray]
+    x: np.ndarray,
+    vector: Callable[[], np.ndarray],
+    scalar: Callable[[], np.ndarray],
+    mask: np.ndarray | bool | None = None,
 ) -> np.ndarray:
-    mask = simd_mask(x)
+    mask = simd_mask(x) if mask is None else mask
     if mask is False or not np.any(mask):
         return scalar()
     if np.all(mask):
@@ -239,8 +242,10 @@ def _by_path(
     return np.where(mask, vector(), scalar())
 
 
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-x)): SLEEF's exp in the SIMD body, glibc's expf in the tail."""
+def sigmoid(x: np.ndarray, simd: np.ndarray | None = None) -> np.ndarray:
+    """1 / (1 + exp(-x)): SLEEF's exp in the SIMD body, glibc's expf in the tail.
+    `simd`: where the body is, for a caller whose loop is not `simd_mask`'s (a block
+    of columns sigmoided in place runs row by row)."""
     one = x.dtype.type(1)
     with np.errstate(over="ignore"):
         if x.dtype != _F32:
@@ -249,6 +254,7 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
             x,
             lambda: one / (sleef_expf(_F32(0) - x) + one),
             lambda: one / (one + libc_expf(-x)),
+            simd,
         )
 
 

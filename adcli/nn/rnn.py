@@ -53,14 +53,11 @@ def _sigmoid_rows(x: np.ndarray) -> np.ndarray:
     (SLEEF's exp) and a scalar tail (the C library's exp), which round differently."""
     if x.dtype != np.float32 or x.ndim != 2:
         return kernels32.sigmoid(np.ascontiguousarray(x))
-    one = np.float32(1)
-    with np.errstate(over="ignore"):
-        vector = one / (kernels32.sleef_expf(np.float32(0) - x) + one)
-        scalar = one / (one + kernels32.libc_expf(-x))
     width = x.shape[1]
     block = kernels32.simd_block()
     body = width - width % block if block else 0
-    return np.where(np.arange(width) < body, vector, scalar).astype(np.float32, copy=False)
+    simd = np.broadcast_to(np.arange(width) < body, x.shape)
+    return kernels32.sigmoid(x, simd).astype(np.float32, copy=False)
 
 
 class _GateSigmoid(F.Sigmoid):
@@ -280,6 +277,14 @@ def _check_type(name: str, value: Any, kind: type) -> None:
         raise TypeError(f"{name} should be of type {kind.__name__}, got: {type(value).__name__}")
 
 
+def _reset_uniform(module: Any) -> None:
+    """PyTorch's initialisation of a recurrent layer or cell: every parameter, in
+    order, from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
+    bound = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for p in module.parameters():
+        init.uniform_(p, -bound, bound)
+
+
 class RNNBase(Module):
     """What RNN, LSTM and GRU share: their weights, initialisation, checks and repr."""
 
@@ -333,9 +338,7 @@ class RNNBase(Module):
 
     def reset_parameters(self) -> None:
         """U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) for every parameter, in order."""
-        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for p in self.parameters():
-            init.uniform_(p, -bound, bound)
+        _reset_uniform(self)
 
     def flatten_parameters(self) -> None:
         """Nothing to do on the CPU (PyTorch packs weights for cuDNN only)."""
@@ -620,9 +623,7 @@ class RNNCellBase(Module):
 
     def reset_parameters(self) -> None:
         """U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) for every parameter, in order."""
-        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for p in self.parameters():
-            init.uniform_(p, -bound, bound)
+        _reset_uniform(self)
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
