@@ -4159,12 +4159,12 @@ def arange(
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dt is None:
         dt = dtypes.DEFAULT_FLOAT if builtins_any_float(vals) else dtypes.int64
-    n = _py.max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
+    n = _py.max(0, math.ceil((b - a) / s))
     check_numel(n)
     data = (
-        ranges.arange_values(float(vals[0]), float(vals[2]), n, dt.np)
+        ranges.arange_values(float(a), float(s), n, dt.np)
         if dt.is_floating_point
-        else (np.arange(vals[0], vals[1], vals[2], dtype=np.int64))
+        else (np.arange(a, b, s, dtype=np.int64))
     )
     return _finish(np.asarray(data, dt.np), requires_grad)
 
